@@ -1,0 +1,197 @@
+"""The `agon` command: what every Snakemake rule calls.
+
+Each subcommand takes a JSON spec (the slice of the config it depends on,
+assembled by the rule) and explicit input/output paths, and writes its
+outputs atomically with a provenance block.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from . import io
+
+
+def _spec(text: str) -> dict:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise SystemExit(f"agon: --spec is not valid JSON: {e}")
+
+
+def _threads(n: int) -> None:
+    import torch
+
+    torch.set_num_threads(n)
+
+
+def _log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def cmd_prepare(args) -> None:
+    from .data import check_problem, splits, toy_math
+
+    spec = _spec(args.spec)
+    if spec["source"] != "toy_math":
+        raise SystemExit(f"agon prepare: unknown data source {spec['source']!r}")
+    pool = toy_math.generate(spec["pool_size"], spec["seed"], levels=spec["levels"])
+    for p in pool:
+        check_problem(p, "toy_math generator")
+    parts = splits.split_problems(pool, spec["heldout"], spec["validation"], spec["seed"], spec["train"])
+    out = Path(args.out)
+    manifest = {"source": spec["source"], "seed": spec["seed"], "splits": {},
+                "provenance": io.provenance(spec, spec["seed"])}
+    for name, problems in parts.items():
+        io.write_jsonl(out / f"{name}.jsonl", problems)
+        levels = {}
+        for p in problems:
+            levels[str(p["difficulty"])] = levels.get(str(p["difficulty"]), 0) + 1
+        manifest["splits"][name] = {"count": len(problems), "hash": splits.split_hash(problems),
+                                    "by_difficulty": dict(sorted(levels.items()))}
+        _log(f"{name}: {len(problems)} problems, hash {manifest['splits'][name]['hash']}")
+    io.write_json(out / "manifest.json", manifest)
+
+
+def cmd_base(args) -> None:
+    from .toy import sft
+    from .toy.tokenizer import build_tokenizer
+
+    spec = _spec(args.spec)
+    _threads(spec.get("threads", 1))
+    exclude = set()
+    for path in args.exclude:
+        exclude |= {p["prompt"] for p in io.read_jsonl(path)}
+    tokenizer = build_tokenizer()
+    model, history = sft.train_base(tokenizer, spec, exclude, spec["seed"], log=_log)
+    out = Path(args.out)
+    tmp = out.with_name(out.name + ".tmp")
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    io.write_json(tmp / "agon_base.json", {"history": history, "provenance": io.provenance(spec, spec["seed"])})
+    if out.exists():
+        import shutil
+
+        shutil.rmtree(out)
+    tmp.rename(out)
+
+
+def _load_model(spec: dict):
+    from .models import load_base
+    from .prompts import PromptFormat
+
+    base, tokenizer = load_base(spec["base_path"])
+    return base, tokenizer, PromptFormat(spec["prompt_style"], tokenizer)
+
+
+def cmd_train(args) -> None:
+    from .rl.trainer import Trainer
+
+    spec = _spec(args.spec)
+    _threads(spec["threads"])
+    base, tokenizer, fmt = _load_model(spec)
+    problems = io.read_jsonl(args.train)
+    trainer = Trainer(base, tokenizer, fmt, spec["train"], spec["method"], spec["sampling"], spec["seed"])
+    ckpt_dir = Path(args.checkpoint_dir)
+    ckpt_dir.mkdir(parents=True, exist_ok=True)
+    metrics = Path(args.metrics)
+    t0 = time.time()
+    trainer.fit(problems, ckpt_dir / "metrics.jsonl", ckpt_dir / "checkpoint.pt", log=_log,
+                stop_after=args.stop_after)
+    if args.stop_after and trainer.step < trainer.plan(problems)[1]:
+        _log(f"stopped after {args.stop_after} steps (checkpoint kept for resume)")
+        sys.exit(3)
+    out = Path(args.out)
+    for name in trainer.adapters:
+        trainer.policies.save(name, out / name)
+    history = io.read_jsonl(ckpt_dir / "metrics.jsonl")
+    io.write_jsonl(metrics, history)
+    io.write_json(out / "train_summary.json", {
+        "adapters": list(trainer.adapters), "steps": trainer.step, "seconds": round(time.time() - t0, 1),
+        "grader": trainer.grader.counts, "provenance": io.provenance(spec, spec["seed"]),
+    })
+
+
+def cmd_evaluate(args) -> None:
+    from .evaluate import protocols
+    from .models import load_adapters
+    from .verify.grading import Grader
+
+    spec = _spec(args.spec)
+    _threads(spec["threads"])
+    base, tokenizer, fmt = _load_model(spec)
+    model = load_adapters(base, {n: str(Path(args.adapters) / n) for n in spec["adapters"]}) \
+        if spec["adapters"] else base
+    problems = io.read_jsonl(args.problems)
+    grader = Grader()
+    sample = protocols.make_sampler(model, tokenizer, spec["sampling"], spec["seed"])
+    records = protocols.run(spec["protocol"], spec["policies"], problems, sample, fmt, grader)
+    for r in records:
+        r.update(evaluation=spec["evaluation"], model=spec["model"], seed=spec["seed"],
+                 benchmark=spec["benchmark"])
+    io.write_jsonl(args.out, records)
+    k = sum(r["correct"] for r in records)
+    _log(f"{spec['evaluation']} on {spec['benchmark']}: {k}/{len(records)} correct; grader {grader.counts}")
+    io.write_json(str(args.out) + ".meta.json", {"grader": grader.counts,
+                                                 "provenance": io.provenance(spec, spec["seed"])})
+
+
+def cmd_table(args) -> None:
+    from .report import tables
+
+    spec = _spec(args.spec)
+    tables.write_table(spec, args.records, Path(args.out_prefix))
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="agon", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("prepare", help="generate/filter the problem pool and write seeded splits")
+    p.add_argument("--spec", required=True)
+    p.add_argument("--out", required=True, help="output directory for <split>.jsonl and manifest.json")
+    p.set_defaults(func=cmd_prepare)
+
+    p = sub.add_parser("base", help="train the toy base model from scratch")
+    p.add_argument("--spec", required=True)
+    p.add_argument("--exclude", nargs="*", default=[], help="split files whose prompts SFT must not see")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_base)
+
+    p = sub.add_parser("train", help="train one cell (model x method x seed)")
+    p.add_argument("--spec", required=True)
+    p.add_argument("--train", required=True, help="train split (jsonl)")
+    p.add_argument("--out", required=True, help="adapter directory")
+    p.add_argument("--metrics", required=True, help="per-step metrics (jsonl)")
+    p.add_argument("--checkpoint-dir", required=True, help="resumable state, outside declared outputs")
+    p.add_argument("--stop-after", type=int, default=None, help="stop after N steps (resume testing)")
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("evaluate", help="run one evaluation protocol on one benchmark")
+    p.add_argument("--spec", required=True)
+    p.add_argument("--problems", required=True)
+    p.add_argument("--adapters", default=None)
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("table", help="aggregate per-problem records into a table")
+    p.add_argument("--spec", required=True)
+    p.add_argument("--records", nargs="+", required=True)
+    p.add_argument("--out-prefix", required=True)
+    p.set_defaults(func=cmd_table)
+
+    args = parser.parse_args(argv)
+    try:
+        args.func(args)
+    except (ValueError, FileNotFoundError) as e:
+        # Bad input: a clear one-line message, no traceback through the rule.
+        print(f"agon {args.command}: error: {e}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,111 @@
+"""Loading and validating configs, with errors that name the offending key.
+
+The JSON schema (config/schema.yaml) checks shapes and types; `check_references`
+checks what a schema cannot: that every name a table or evaluation uses is
+defined, and that each method has the knobs its kind needs.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "config" / "schema.yaml"
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def load_yaml(path) -> dict:
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"config file {str(path)!r} does not exist")
+    with open(path) as f:
+        try:
+            data = yaml.safe_load(f)
+        except yaml.YAMLError as e:
+            raise ConfigError(f"{path}: not valid YAML: {e}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
+    return data
+
+
+def _key_path(path) -> str:
+    return ".".join(str(p) for p in path) or "<top level>"
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    where = _key_path(error.absolute_path)
+    if error.validator == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        extra = sorted(set(error.instance) - set(allowed)) if isinstance(error.instance, dict) else []
+        parts = []
+        for key in extra:
+            full = f"{where}.{key}" if error.absolute_path else key
+            close = difflib.get_close_matches(key, allowed, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else f" (allowed: {', '.join(allowed)})"
+            parts.append(f"unknown config key {full!r}{hint}")
+        if parts:
+            return "; ".join(parts)
+    if error.validator == "required":
+        missing = [k for k in error.validator_value if k not in (error.instance or {})]
+        prefix = f"{where}." if error.absolute_path else ""
+        return "missing config key(s) " + ", ".join(repr(prefix + k) for k in missing)
+    return f"config key {where!r}: {error.message}"
+
+
+def validate(config: dict, source: str = "config") -> dict:
+    """Raise ConfigError listing every problem in `config`; return it unchanged when valid."""
+    schema = yaml.safe_load(SCHEMA_PATH.read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        lines = "\n  ".join(dict.fromkeys(_describe(e) for e in errors))
+        raise ConfigError(f"{source}: invalid config:\n  {lines}")
+    check_references(config, source)
+    return config
+
+
+PAIR_KNOBS = ("mode", "exchange", "roles")
+
+
+def check_references(config: dict, source: str = "config") -> None:
+    problems = []
+    methods, evaluations = config["methods"], config["evaluations"]
+    for name, m in methods.items():
+        if m["kind"] == "pair":
+            missing = [k for k in PAIR_KNOBS if k not in m]
+            if missing:
+                problems.append(f"methods.{name}: kind 'pair' needs {', '.join(missing)}")
+    for name, ev in evaluations.items():
+        if ev["method"] is not None and ev["method"] not in methods:
+            problems.append(f"evaluations.{name}.method: unknown method {ev['method']!r} "
+                            f"(defined: {', '.join(methods)})")
+        need = {"single": 1, "cascade": 2}[ev["protocol"]]
+        if len(ev["policies"]) != need:
+            problems.append(f"evaluations.{name}.policies: protocol {ev['protocol']!r} "
+                            f"needs {need} policies, got {len(ev['policies'])}")
+        if ev["method"] is None and any(p is not None for p in ev["policies"]):
+            problems.append(f"evaluations.{name}: an untrained evaluation (method: null) has no adapters")
+    for name, model in config["models"].items():
+        if model["kind"] == "toy" and "base" not in model:
+            problems.append(f"models.{name}: kind 'toy' needs a 'base' section")
+    for name, table in config["tables"].items():
+        if table["benchmark"] not in config["benchmarks"]:
+            problems.append(f"tables.{name}.benchmark: unknown benchmark {table['benchmark']!r}")
+        for row in table["rows"]:
+            if row not in evaluations:
+                problems.append(f"tables.{name}.rows: unknown evaluation {row!r}")
+        for model in table["models"]:
+            if model not in config["models"]:
+                problems.append(f"tables.{name}.models: unknown model {model!r}")
+    if problems:
+        raise ConfigError(f"{source}: invalid config:\n  " + "\n  ".join(problems))
+
+
+def load(path) -> dict:
+    return validate(load_yaml(path), str(path))

@@ -1,0 +1,30 @@
+"""Registry of problem sources: name -> `load(cfg, counts=None) -> list[dict]`.
+
+Every loader takes its config section (`data.<name>`) and an optional `counts`
+dict that it fills with the number of problems surviving each stage.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from . import codecontests, deepmath, gsm8k, math500
+from .hub import DataSourceError
+
+Loader = Callable[..., list[dict]]
+
+SOURCES: dict[str, Loader] = {
+    "deepmath": deepmath.load,
+    "gsm8k": gsm8k.load,
+    "math500": math500.load,
+    "codecontests": codecontests.load,
+}
+
+
+def load_source(name: str, cfg: dict | None = None, counts: dict | None = None) -> list[dict]:
+    """Load the problems of source `name`; `counts` (if given) receives per-stage counts."""
+    try:
+        loader = SOURCES[name]
+    except KeyError:
+        raise DataSourceError(f"unknown problem source {name!r}; known sources: {sorted(SOURCES)}") from None
+    return loader(cfg or {}, counts=counts)

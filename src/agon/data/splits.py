@@ -1,0 +1,44 @@
+"""Seeded held-out / validation / train splits with content hashes.
+
+The held-out and validation sets are drawn first, with a fixed seed, from the
+filtered pool, before any training; the rest (optionally capped) is train.
+The same pool and seed give byte-identical splits on any machine.
+"""
+
+from __future__ import annotations
+
+import random
+
+from ..io import stable_hash
+
+SPLIT_ORDER = ("heldout", "validation", "train")
+
+
+def split_problems(problems: list[dict], heldout: int, validation: int, seed: int,
+                   train: int | None = None) -> dict[str, list[dict]]:
+    ids = [p["id"] for p in problems]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise ValueError(f"splits: duplicate problem id {dup!r} in the pool")
+    need = heldout + validation + (train or 0)
+    if need > len(problems) or heldout + validation >= len(problems):
+        raise ValueError(
+            f"splits: pool has {len(problems)} problems, but heldout={heldout}, "
+            f"validation={validation}, train={train} need {need} (and at least one train problem)"
+        )
+    # Shuffle a canonical order (sorted by id) so the input order cannot leak in.
+    pool = sorted(problems, key=lambda p: p["id"])
+    random.Random(seed).shuffle(pool)
+    out = {
+        "heldout": pool[:heldout],
+        "validation": pool[heldout:heldout + validation],
+        "train": pool[heldout + validation:],
+    }
+    if train is not None:
+        out["train"] = out["train"][:train]
+    return out
+
+
+def split_hash(problems: list[dict]) -> str:
+    """Content hash of a split: ids and full content, order-sensitive."""
+    return stable_hash(problems)

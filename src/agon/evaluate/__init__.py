@@ -1,0 +1,1 @@
+"""Evaluation protocols (per-problem records) and the statistics derived from them."""

@@ -1,0 +1,76 @@
+"""Evaluation protocols, each producing one record per problem.
+
+A record: {id, difficulty, stages: [{policy, completion, length, answer, correct,
+prompt_tokens}], answer, correct, final_length, total_tokens}. The final stage is
+the one scored (pass@1); `final_length` is the paper's reported length and
+`total_tokens` adds every stage (the number the paper omits).
+
+Protocols:
+  single      one pass of one policy on the plain prompt
+  cascade     first policy drafts, second answers after reading summary(draft)
+Policies are adapter names, or None for the bare base model.
+"""
+
+from __future__ import annotations
+
+from .. import prompts
+from ..generate import generate
+
+PROTOCOLS = ("single", "cascade")
+
+
+def _stage(policy, completion, problem, grader) -> dict:
+    return {
+        "policy": policy,
+        "completion": completion.text,
+        "length": completion.length,
+        "prompt_tokens": len(completion.prompt_ids),
+        "truncated": completion.truncated,
+        "answer": prompts.extract_answer(completion.text),
+        "correct": grader.correct(problem, completion.text),
+    }
+
+
+def _record(problem: dict, stages: list[dict]) -> dict:
+    return {
+        "id": problem["id"],
+        "difficulty": problem["difficulty"],
+        "stages": stages,
+        "answer": stages[-1]["answer"],
+        "correct": stages[-1]["correct"],
+        "final_length": stages[-1]["length"],
+        "total_tokens": sum(s["length"] for s in stages),
+    }
+
+
+def run(protocol: str, policies: list, problems: list[dict], sample, fmt, grader) -> list[dict]:
+    """`sample(policy, prompt_texts, stage_index)` -> completions, one per prompt."""
+    if protocol == "single":
+        (policy,) = policies
+        comps = sample(policy, [fmt.plain(p) for p in problems], 0)
+        return [_record(p, [_stage(policy, c, p, grader)]) for p, c in zip(problems, comps)]
+    if protocol == "cascade":
+        first, second = policies
+        drafts = sample(first, [fmt.plain(p) for p in problems], 0)
+        answers = sample(second, [fmt.with_attempt(p, prompts.summary(d.text))
+                                  for p, d in zip(problems, drafts)], 1)
+        return [_record(p, [_stage(first, d, p, grader), _stage(second, a, p, grader)])
+                for p, d, a in zip(problems, drafts, answers)]
+    raise ValueError(f"unknown protocol {protocol!r}; known: {PROTOCOLS}")
+
+
+def make_sampler(model, tokenizer, sampling: dict, seed: int):
+    """A `sample` callable over a PeftModel (or a bare base when it has no adapters)."""
+    import zlib
+
+    def sample(policy, prompt_texts, stage):
+        stage_seed = zlib.crc32(f"{seed}/eval/{stage}".encode()) & 0x7FFFFFFF
+        if policy is None:
+            if hasattr(model, "disable_adapter"):
+                with model.disable_adapter():
+                    return generate(model, tokenizer, prompt_texts, sampling, stage_seed)
+            return generate(model, tokenizer, prompt_texts, sampling, stage_seed)
+        model.set_adapter(policy)
+        return generate(model, tokenizer, prompt_texts, sampling, stage_seed)
+
+    return sample

@@ -1,0 +1,142 @@
+"""Atomic artifact writing and provenance.
+
+Every artifact is written to a temporary file in the destination directory and
+renamed into place, so a killed job never leaves a half-written result that a
+later rule would trust.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path beside `path`; rename it onto `path` on success."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, path)
+    finally:
+        if tmp_path.exists():
+            tmp_path.unlink()
+
+
+def write_text(path, text: str) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
+
+
+def write_json(path, obj: Any) -> None:
+    write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def read_json(path) -> Any:
+    with open(path) as f:
+        return json.load(f)
+
+
+def write_jsonl(path, rows: Iterable[dict]) -> None:
+    with atomic_path(path) as tmp, open(tmp, "w") as f:
+        for row in rows:
+            f.write(json.dumps(row, sort_keys=True) + "\n")
+
+
+def read_jsonl(path) -> list[dict]:
+    rows = []
+    with open(path) as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{path}:{lineno}: not valid JSON ({e.msg})") from None
+    return rows
+
+
+def append_jsonl(path, row: dict) -> None:
+    """Append one record and flush it to disk (used for resumable logs)."""
+    with open(path, "a") as f:
+        f.write(json.dumps(row, sort_keys=True) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def write_csv(path, rows: list[dict], columns: list[str]) -> None:
+    with atomic_path(path) as tmp, open(tmp, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow(row)
+
+
+def stable_hash(obj: Any) -> str:
+    """Content hash of a JSON-serialisable object, independent of key order."""
+    blob = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def file_hash(path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()[:16]
+
+
+def _git_commit() -> str:
+    here = Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5
+        )
+        commit = out.stdout.strip() if out.returncode == 0 else "unknown"
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=here, capture_output=True, text=True, timeout=5,
+        )
+        if commit != "unknown" and dirty.stdout.strip():
+            commit += "-dirty"
+        return commit
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+
+
+def _package_versions() -> dict[str, str]:
+    from importlib import metadata
+
+    versions = {}
+    for name in ("agon-repro", "torch", "transformers", "peft", "trl", "snakemake", "vllm"):
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def provenance(config: Any = None, seed: int | None = None, device: str = "cpu") -> dict:
+    """Where a result came from: config hash, code version, packages, machine."""
+    return {
+        "config_hash": stable_hash(config) if config is not None else None,
+        "git_commit": _git_commit(),
+        "packages": _package_versions(),
+        "python": platform.python_version(),
+        "machine": platform.node(),
+        "platform": platform.platform(),
+        "device": device,
+        "seed": seed,
+    }

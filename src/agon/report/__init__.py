@@ -1,0 +1,1 @@
+"""Tables and figures, computed only from per-problem result files."""

@@ -1,0 +1,1 @@
+"""Reinforcement learning: rewards, advantages, the loss, methods and the training loop."""

@@ -1,0 +1,257 @@
+"""The one training loop every method shares.
+
+Per optimizer step t:
+  1. take the next `problems_per_step` problems of a seeded one-epoch order;
+  2. the method samples and rewards its streams (methods.py);
+  3. each stream: group-relative advantages, dropped zero-variance groups,
+     clipped policy-gradient loss through its own adapter;
+  4. every adapter that received a loss takes one optimizer step.
+
+Every random draw of step t is seeded from (seed, t, stream tag), so a run
+resumed from a checkpoint at step t continues exactly as if uninterrupted;
+the checkpoint holds adapters, optimizers, schedulers and the step.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from .. import io, prompts
+from ..generate import generate
+from ..models import LoraPolicies
+from ..verify.grading import Grader
+from . import methods as methods_mod
+from .advantages import group_advantages
+from .loss import policy_loss, selective_log_softmax
+
+
+def step_seed(seed: int, step: int, tag: str) -> int:
+    return zlib.crc32(f"{seed}/{step}/{tag}".encode()) & 0x7FFFFFFF
+
+
+@dataclass
+class StepContext:
+    """What a method may use during one optimizer step."""
+
+    policies: LoraPolicies
+    tokenizer: object
+    fmt: prompts.PromptFormat
+    grader: Grader
+    method: dict
+    sampling: dict
+    lam: float
+    step: int
+    seed: int
+    adapters: tuple[str, ...]
+
+    def sample(self, adapter: str, prompt_texts: list[str], tag: str):
+        with self.policies.use(adapter) as model:
+            return generate(model, self.tokenizer, prompt_texts, self.sampling,
+                            seed=step_seed(self.seed, self.step, tag))
+
+    def grade(self, problem, completion):
+        return self.grader(problem, completion)
+
+    def plain_prompt(self, problem):
+        return self.fmt.plain(problem)
+
+    def attempt_prompt(self, problem, attempt):
+        return self.fmt.with_attempt(problem, attempt)
+
+    @staticmethod
+    def summary(text):
+        return prompts.summary(text)
+
+
+def sequence_logps(model, completions, temperature: float, pad_id: int):
+    """Per-token log-probs of each completion given its prompt: (B, T) and mask (B, T)."""
+    rows = [c.prompt_ids + c.completion_ids for c in completions]
+    width = max(map(len, rows))
+    T = max(len(c.completion_ids) for c in completions)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    attn = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, r in enumerate(rows):
+        ids[i, :len(r)] = torch.tensor(r)
+        attn[i, :len(r)] = 1
+    logits = model(input_ids=ids, attention_mask=attn).logits.float()
+    # TRL scales logits by the sampling temperature before the log-softmax.
+    logits = logits / temperature
+    logp = torch.zeros((len(rows), T))
+    mask = torch.zeros((len(rows), T))
+    out_rows = []
+    for i, c in enumerate(completions):
+        p, n = len(c.prompt_ids), len(c.completion_ids)
+        targets = ids[i, p:p + n]
+        out_rows.append(selective_log_softmax(logits[i, p - 1:p - 1 + n], targets))
+        mask[i, :n] = 1
+    logp = torch.stack([torch.nn.functional.pad(r, (0, T - r.numel())) for r in out_rows])
+    return logp, mask
+
+
+def linear_schedule(total_steps: int, warmup_ratio: float):
+    warmup = max(1, int(round(warmup_ratio * total_steps)))
+
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        return max(0.0, (total_steps - step) / max(1, total_steps - warmup))
+
+    return factor
+
+
+def epoch_order(problems: list[dict], seed: int, epochs: int) -> list[dict]:
+    order = []
+    for e in range(epochs):
+        shuffled = sorted(problems, key=lambda p: p["id"])
+        random.Random(step_seed(seed, e, "epoch")).shuffle(shuffled)
+        order += shuffled
+    return order
+
+
+class Trainer:
+    def __init__(self, base, tokenizer, fmt: prompts.PromptFormat, train_cfg: dict, method: dict,
+                 sampling: dict, seed: int):
+        self.tokenizer, self.fmt, self.cfg, self.method, self.sampling, self.seed = (
+            tokenizer, fmt, train_cfg, method, sampling, seed)
+        self.method_fn = methods_mod.METHODS[method["kind"]]
+        self.adapters = methods_mod.adapters_for(method)
+        init = {"A": train_cfg["adapter_a_init_sigma"] if len(self.adapters) == 2 else 0.0, "B": 0.0}
+        self.policies = LoraPolicies(base, self.adapters, train_cfg["lora"], init, seed)
+        self.optimizers = {
+            name: torch.optim.AdamW(self.policies.parameters(name), lr=train_cfg["lr"],
+                                    weight_decay=train_cfg.get("weight_decay", 0.0))
+            for name in self.adapters
+        }
+        self.grader = Grader()
+        self.step = 0
+
+    def plan(self, problems: list[dict]) -> tuple[list[dict], int]:
+        order = epoch_order(problems, self.seed, self.cfg["epochs"])
+        per_step = self.cfg["problems_per_step"]
+        total = math.ceil(len(order) / per_step)
+        if self.cfg.get("max_steps"):
+            total = min(total, self.cfg["max_steps"])
+        return order, total
+
+    def _schedulers(self, total: int):
+        factor = linear_schedule(total, self.cfg["warmup_ratio"])
+        return {name: torch.optim.lr_scheduler.LambdaLR(opt, factor) for name, opt in self.optimizers.items()}
+
+    # --- checkpoints -------------------------------------------------------
+    def save_checkpoint(self, path: Path, schedulers) -> None:
+        state = {
+            "step": self.step,
+            "adapters": {n: self.policies.state_dict(n) for n in self.adapters},
+            "optimizers": {n: o.state_dict() for n, o in self.optimizers.items()},
+            "schedulers": {n: s.state_dict() for n, s in schedulers.items()},
+        }
+        with io.atomic_path(path) as tmp:
+            torch.save(state, tmp)
+
+    def load_checkpoint(self, path: Path, schedulers) -> None:
+        state = torch.load(path, weights_only=False)
+        for n in self.adapters:
+            self.policies.load_state_dict(n, state["adapters"][n])
+            self.optimizers[n].load_state_dict(state["optimizers"][n])
+            schedulers[n].load_state_dict(state["schedulers"][n])
+        self.step = state["step"]
+
+    # --- one step ------------------------------------------------------------
+    def _stream_loss(self, stream: methods_mod.Stream) -> tuple[torch.Tensor | None, dict]:
+        adv = group_advantages(stream.rewards, stream.group_ids)
+        lengths = [c.length for c in stream.completions]
+        stats = {
+            "reward": sum(stream.rewards) / len(stream.rewards),
+            "pass_rate": sum(stream.correct) / len(stream.correct),
+            "mean_length": sum(lengths) / len(lengths),
+            "groups": adv.groups,
+            "dropped_groups": adv.dropped_groups,
+            "rollouts": len(stream.completions),
+            "generated_tokens": sum(lengths),
+            "prefill_tokens": sum(len(c.prompt_ids) for c in stream.completions),
+            "truncated": sum(c.truncated for c in stream.completions),
+            **stream.info,
+        }
+        kept = [i for i, k in enumerate(adv.keep) if k]
+        if not kept:
+            return None, stats
+        completions = [stream.completions[i] for i in kept]
+        advantages = torch.tensor(adv.advantages[kept], dtype=torch.float32)
+        with self.policies.use(stream.adapter) as model:
+            logp, mask = sequence_logps(model, completions, self.sampling["temperature"],
+                                        self.tokenizer.pad_token_id)
+        ref_logp = None
+        if self.cfg["beta"]:
+            with torch.no_grad(), self.policies.use(None) as model:
+                ref_logp, _ = sequence_logps(model, completions, self.sampling["temperature"],
+                                             self.tokenizer.pad_token_id)
+        # One gradient step per generation batch: the old policy is the current one.
+        loss = policy_loss(logp, logp.detach(), advantages, mask, self.cfg["loss_type"],
+                           self.cfg["clip_low"], self.cfg["clip_high"], ref_logp, self.cfg["beta"],
+                           self.sampling["max_new_tokens"])
+        stats["loss"] = loss.item()
+        return loss, stats
+
+    def train_step(self, problems: list[dict], schedulers) -> dict:
+        t0 = time.time()
+        ctx = StepContext(self.policies, self.tokenizer, self.fmt, self.grader, self.method,
+                          self.sampling, self.cfg["lam"], self.step, self.seed, self.adapters)
+        self.policies.model.eval()
+        streams = self.method_fn(ctx, problems)
+        updated = set()
+        record = {"step": self.step, "lr": schedulers[self.adapters[0]].get_last_lr()[0], "streams": {}}
+        for stream in streams:
+            loss, stats = self._stream_loss(stream)
+            record["streams"][f"{stream.role}:{stream.adapter}"] = stats
+            if loss is not None:
+                loss.backward()
+                updated.add(stream.adapter)
+        for name in self.adapters:
+            if name in updated:
+                torch.nn.utils.clip_grad_norm_(self.policies.parameters(name), self.cfg["max_grad_norm"])
+                self.optimizers[name].step()
+            self.optimizers[name].zero_grad(set_to_none=True)
+            schedulers[name].step()
+        self.step += 1
+        record["seconds"] = round(time.time() - t0, 3)
+        return record
+
+    def fit(self, problems: list[dict], metrics_path: Path, checkpoint_path: Path, log=print,
+            stop_after: int | None = None) -> list[dict]:
+        """Train to the end of the plan, resuming from `checkpoint_path` when it exists.
+
+        `stop_after` ends the process early after that many steps in this call
+        (used to test resumption); the checkpoint is written first.
+        """
+        order, total = self.plan(problems)
+        schedulers = self._schedulers(total)
+        if checkpoint_path.exists():
+            self.load_checkpoint(checkpoint_path, schedulers)
+            log(f"resumed from {checkpoint_path} at step {self.step}/{total}")
+        history = [r for r in (io.read_jsonl(metrics_path) if metrics_path.exists() else [])
+                   if r["step"] < self.step]
+        io.write_jsonl(metrics_path, history)  # drop steps logged after the checkpoint
+        per_step = self.cfg["problems_per_step"]
+        every = self.cfg["checkpoint_every"]
+        done_here = 0
+        while self.step < total:
+            batch = order[self.step * per_step:(self.step + 1) * per_step]
+            record = self.train_step(batch, schedulers)
+            io.append_jsonl(metrics_path, record)
+            history.append(record)
+            done_here += 1
+            summary = " ".join(f"{k} r={v['reward']:.2f} pass={v['pass_rate']:.2f} len={v['mean_length']:.0f}"
+                               for k, v in record["streams"].items())
+            log(f"step {self.step}/{total} {summary} ({record['seconds']:.1f}s)")
+            if self.step % every == 0 or self.step == total or (stop_after and done_here >= stop_after):
+                self.save_checkpoint(checkpoint_path, schedulers)
+            if stop_after and done_here >= stop_after and self.step < total:
+                return history
+        return history

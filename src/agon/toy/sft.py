@@ -1,0 +1,175 @@
+"""Supervised data and training for the toy base model.
+
+Completions have the paper's shape. The data is built so the paper's
+phenomena can exist in the toy world:
+  * false starts: a step is sometimes first written wrong, retracted with
+    " no", and redone, so reasoning length can grow or shrink under RL;
+  * reading an attempt: some prompts carry a rival attempt (correct or with
+    one wrong step, propagated) after "R:"; the target verifies each step,
+    retracting the attempt's wrong ones, so a challenger prompt is in
+    distribution and copying a wrong attempt is never the target.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+
+import torch
+
+from .. import prompts
+from ..data import toy_math
+from ..data.toy_math import Step
+
+
+def _corrupt(value: int, rng: random.Random) -> int:
+    return value + rng.choice([-10, -2, -1, 1, 2, 10])
+
+
+def attempt_steps(steps: list[Step], wrong_index: int | None, rng: random.Random) -> list[tuple[Step, int]]:
+    """Steps as a solver with one slip at `wrong_index` would write them: (step, written value).
+
+    The slip propagates: a later step that uses the wrong value uses it as written.
+    """
+    written: list[tuple[Step, int]] = []
+    for i, step in enumerate(steps):
+        if len(steps) == 2 and i == 1:  # a + (b*c)
+            step = Step(step.left, step.op, written[0][1])
+        if len(steps) == 3 and i == 2:  # (a*b) - (c*d)
+            step = Step(written[0][1], step.op, written[1][1])
+        value = step.value if i != wrong_index else _corrupt(step.value, rng)
+        written.append((step, value))
+    return written
+
+
+def render_summary(written: list[tuple[Step, int]]) -> str:
+    return ",".join(step.render(value) for step, value in written)
+
+
+def solution(steps: list[Step], rng: random.Random, false_start_prob: float,
+             attempt: list[tuple[Step, int]] | None = None) -> list[tuple[str, bool]]:
+    """A correct completion as (text, trained) pieces.
+
+    A retracted step's wrong value is not trained on (trained=False): the model
+    learns to retract a wrong value when one appears, not to produce one.
+    When `attempt` is given, its wrong steps are the ones retracted.
+    """
+    pieces: list[tuple[str, bool]] = [("<think>", True)]
+    for i, step in enumerate(steps):
+        sep = ";" if i else ""
+        wrong = None
+        if attempt is not None and attempt[i][1] != step.value:
+            wrong = attempt[i][1]
+        elif attempt is None and rng.random() < false_start_prob:
+            wrong = _corrupt(step.value, rng)
+        if wrong is not None:
+            pieces += [(f"{sep}{step.render('')}", True), (str(wrong), False), (" no", True)]
+            sep = ";"
+        pieces.append((f"{sep}{step.render()}", True))
+    summary = render_summary([(s, s.value) for s in steps])
+    pieces.append((f"</think>{summary}<answer>{steps[-1].value}</answer>", True))
+    return pieces
+
+
+def example(problem: dict, rng: random.Random, attempt_prob: float, attempt_wrong_prob: float,
+            false_start_prob: float) -> tuple[str, list[tuple[str, bool]]]:
+    expression = problem["prompt"].removesuffix("=?")
+    steps = toy_math.derivation(expression)
+    if rng.random() < attempt_prob:
+        wrong = rng.randrange(len(steps)) if rng.random() < attempt_wrong_prob else None
+        attempt = attempt_steps(steps, wrong, rng)
+        prompt = prompts.toy_with_attempt(problem["prompt"], render_summary(attempt))
+        return prompt, solution(steps, rng, false_start_prob, attempt)
+    return prompts.toy_plain(problem["prompt"]), solution(steps, rng, false_start_prob)
+
+
+def build_model(arch: dict, tokenizer):
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    config = Qwen3Config(
+        vocab_size=len(tokenizer),
+        hidden_size=arch["hidden_size"],
+        num_hidden_layers=arch["num_layers"],
+        num_attention_heads=arch["num_heads"],
+        num_key_value_heads=arch["num_kv_heads"],
+        head_dim=arch["hidden_size"] // arch["num_heads"],
+        intermediate_size=arch["intermediate_size"],
+        max_position_embeddings=arch["max_positions"],
+        tie_word_embeddings=True,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=None,
+    )
+    return Qwen3ForCausalLM(config)
+
+
+def encode_batch(tokenizer, examples):
+    """Right-padded prompt+completion+eos ids; labels only on trained completion pieces."""
+    rows, labels = [], []
+    for prompt, pieces in examples:
+        ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        lab = [-100] * len(ids)
+        for text, trained in pieces:
+            piece = tokenizer(text, add_special_tokens=False)["input_ids"]
+            ids += piece
+            lab += piece if trained else [-100] * len(piece)
+        rows.append(ids + [tokenizer.eos_token_id])
+        labels.append(lab + [tokenizer.eos_token_id])
+    width = max(map(len, rows))
+    pad = tokenizer.pad_token_id
+    ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows])
+    lab = torch.tensor([l + [-100] * (width - len(l)) for l in labels])
+    mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows])
+    return ids, mask, lab
+
+
+BUCKETS = 4
+
+
+def _length_bucketed_batches(examples, batch_size, rng):
+    """Split a pool into batches of similar length (less padding, same data), in random order."""
+    size = lambda ex: len(ex[0]) + sum(len(t) for t, _ in ex[1])  # noqa: E731
+    ordered = sorted(examples, key=size)
+    batches = [ordered[i:i + batch_size] for i in range(0, len(ordered), batch_size)]
+    rng.shuffle(batches)
+    return batches
+
+
+def train_base(tokenizer, cfg: dict, exclude_prompts: set[str], seed: int, log=print):
+    """Train the toy base from scratch for a FIXED number of steps (deterministic in seed)."""
+    torch.manual_seed(seed)
+    rng = random.Random(seed)
+    model = build_model(cfg["arch"], tokenizer)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=0.01)
+    steps, warmup = cfg["steps"], max(1, int(0.05 * cfg["steps"]))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps))
+    )
+    # A stream of fresh problems; held-out and validation prompts never appear.
+    pool_seed = rng.randrange(2**31)
+    stream = (p for p in toy_math.stream(pool_seed, weights=cfg.get("level_weights"))
+              if p["prompt"] not in exclude_prompts)
+    model.train()
+    start = time.time()
+    history = []
+    buffer: list = []
+    for step in range(steps):
+        if not buffer:
+            buffer = _length_bucketed_batches(
+                [example(next(stream), rng, cfg["attempt_prob"], cfg["attempt_wrong_prob"],
+                         cfg["false_start_prob"]) for _ in range(BUCKETS * cfg["batch_size"])],
+                cfg["batch_size"], rng)
+        ids, mask, labels = encode_batch(tokenizer, buffer.pop())
+        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        if step % 50 == 0 or step == steps - 1:
+            history.append({"step": step, "loss": round(loss.item(), 4),
+                            "seconds": round(time.time() - start, 1)})
+            log(f"base step {step}/{steps} loss {loss.item():.4f} ({time.time() - start:.0f}s)")
+    model.eval()
+    return model, history

@@ -1,0 +1,1 @@
+"""Answer verification: exact toy arithmetic here; math-verify and the code sandbox at paper scale."""

@@ -1,0 +1,71 @@
+import random
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from agon.data import check_problem, toy_math
+from agon.toy import sft
+
+
+def _eval(expression: str) -> int:
+    assert set(expression) <= set("0123456789+-*")
+    return eval(expression)  # safe: digits and + - * only
+
+
+def test_deterministic_in_seed():
+    assert toy_math.generate(200, 3) == toy_math.generate(200, 3)
+    assert toy_math.generate(200, 3) != toy_math.generate(200, 4)
+
+
+@given(seed=st.integers(0, 2**31 - 1))
+@settings(max_examples=25, deadline=None)
+def test_answers_are_exact(seed):
+    for p in toy_math.generate(40, seed):
+        check_problem(p, "test")
+        assert int(p["answer"]) == _eval(p["prompt"].removesuffix("=?"))
+        steps = toy_math.derivation(p["prompt"].removesuffix("=?"))
+        assert steps[-1].value == int(p["answer"])
+
+
+def test_levels_and_distinct():
+    problems = toy_math.generate(800, 0)
+    assert {p["difficulty"] for p in problems} == set(toy_math.LEVELS)
+    assert len({p["prompt"] for p in problems}) == len(problems)
+    assert len({p["id"] for p in problems}) == len(problems)
+    only = toy_math.generate(50, 0, levels=[4])
+    assert {p["difficulty"] for p in only} == {4}
+
+
+def test_unknown_level_is_named():
+    with pytest.raises(ValueError, match="level 9"):
+        toy_math.generate(5, 0, levels=[9])
+
+
+def test_impossible_request_fails_clearly():
+    # Level 2 has only 8 * 90 distinct problems.
+    with pytest.raises(ValueError, match="distinct"):
+        toy_math.generate(1000, 0, levels=[2])
+
+
+def test_sft_examples_are_correct_and_well_formed():
+    from agon import prompts
+    from agon.verify.exact import is_correct
+
+    rng = random.Random(0)
+    saw_attempt = saw_wrong_attempt = saw_false_start = False
+    for p in toy_math.generate(300, 5):
+        prompt, pieces = sft.example(p, rng, attempt_prob=0.5, attempt_wrong_prob=0.5, false_start_prob=0.3)
+        text = "".join(t for t, _ in pieces)
+        assert prompts.format_ok(text), text
+        assert is_correct(prompts.extract_answer(text), p["answer"])
+        # Every untrained piece is a retracted wrong value, followed by " no".
+        for i, (t, trained) in enumerate(pieces):
+            if not trained:
+                assert pieces[i + 1][0].startswith(" no")
+                saw_false_start = True
+        if "\nR: " in prompt:
+            saw_attempt = True
+            attempt = prompt.split("\nR: ")[1].strip()
+            final = attempt.split(",")[-1].split("=")[-1]
+            saw_wrong_attempt |= final != p["answer"]
+    assert saw_attempt and saw_wrong_attempt and saw_false_start

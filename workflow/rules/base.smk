@@ -1,0 +1,20 @@
+# The toy base model, trained from scratch (kind: toy). Held-out and validation
+# prompts are excluded from its supervised data.
+
+
+rule base:
+    input:
+        heldout=f"{R}/data/heldout.jsonl",
+        validation=f"{R}/data/validation.jsonl",
+    output:
+        directory(f"{R}/models/{{model}}/base"),
+    params:
+        spec=lambda wc: spec_json(config["models"][wc.model]["base"]),
+    threads: lambda wc: config["models"][wc.model]["base"].get("threads", 1)
+    resources:
+        runtime=60,
+    log:
+        f"{R}/logs/base/{{model}}.log",
+    shell:
+        "agon base --spec {params.spec:q} --exclude {input.heldout} {input.validation} "
+        "--out {output} > {log} 2>&1"

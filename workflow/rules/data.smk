@@ -1,0 +1,14 @@
+# Problem pool and seeded splits (held-out and validation drawn before training).
+
+
+rule prepare:
+    output:
+        splits=expand(f"{R}/data/{{split}}.jsonl", split=["heldout", "validation", "train"]),
+        manifest=f"{R}/data/manifest.json",
+    params:
+        spec=lambda wc: spec_json(config["data"]),
+        out=f"{R}/data",
+    log:
+        f"{R}/logs/prepare.log",
+    shell:
+        "agon prepare --spec {params.spec:q} --out {params.out} > {log} 2>&1"

@@ -1,0 +1,33 @@
+# One training job per cell: model x method x seed. Resumable state lives in
+# results/<run>/checkpoints/ (not a declared output), so a killed job resumes.
+
+
+def train_spec(wc):
+    return spec_json({
+        **model_spec(wc.model),
+        "method": config["methods"][wc.method],
+        "train": config["train"],
+        "sampling": config["sampling"]["train"],
+        "seed": int(wc.seed),
+        "threads": config["threads"],
+    })
+
+
+rule train:
+    input:
+        base=lambda wc: base_path(wc.model),
+        train=f"{R}/data/train.jsonl",
+    output:
+        adapters=directory(f"{R}/train/{{model}}/{{method}}/seed{{seed}}/adapters"),
+        metrics=f"{R}/train/{{model}}/{{method}}/seed{{seed}}/metrics.jsonl",
+    params:
+        spec=train_spec,
+        checkpoints=f"{R}/checkpoints/{{model}}/{{method}}/seed{{seed}}",
+    threads: config["threads"]
+    resources:
+        runtime=240,
+    log:
+        f"{R}/logs/train/{{model}}/{{method}}/seed{{seed}}.log",
+    shell:
+        "agon train --spec {params.spec:q} --train {input.train} --out {output.adapters} "
+        "--metrics {output.metrics} --checkpoint-dir {params.checkpoints} > {log} 2>&1"
