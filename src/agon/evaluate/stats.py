@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import statistics
+from typing import NamedTuple
+
 from scipy import stats as _st
 
 
@@ -13,3 +16,98 @@ def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, fl
     low = 0.0 if k == 0 else float(_st.beta.ppf(alpha / 2, k, n - k + 1))
     high = 1.0 if k == n else float(_st.beta.ppf(1 - alpha / 2, k + 1, n - k))
     return low, high
+
+
+# --- Paired comparison of two methods on the same problems -------------------
+# Two methods evaluated on the same 300 held-out problems are not independent
+# samples: most problems are easy or hard for both. Comparing their separate
+# Clopper-Pearson intervals wastes that pairing (overlapping intervals can hide a
+# clear difference), so the paired question is asked directly: on the problems
+# where exactly one method is right, is the split further from 50/50 than chance?
+
+
+def mcnemar_exact(a: list[int | bool], b: list[int | bool]) -> dict:
+    """Exact (binomial) McNemar test of method a vs method b on the same problems.
+
+    `a[i]` and `b[i]` are the 0/1 correctness of the two methods on problem i
+    (same order, same length). Only discordant problems carry information about
+    which method is better; under H0 each discordant problem is a fair coin, so
+    the two-sided p-value is min(1, 2 * P[Binom(d, 1/2) <= min(only_a, only_b)]),
+    with d = only_a + only_b (p = 1.0 when d = 0). The exact form is used because
+    discordant counts on 300 problems can be small, where the chi-square form is
+    unreliable. `diff` is pass@1(a) - pass@1(b) as a fraction.
+    """
+    if len(a) != len(b):
+        raise ValueError(f"mcnemar_exact: a has {len(a)} problems but b has {len(b)}; "
+                         "align them first (see paired_by_id)")
+    if not a:
+        raise ValueError("mcnemar_exact: no problems")
+    for name, xs in (("a", a), ("b", b)):
+        bad = [i for i, x in enumerate(xs) if x not in (0, 1)]
+        if bad:
+            raise ValueError(f"mcnemar_exact: {name} has non-0/1 values at positions {bad[:10]}")
+    both = sum(1 for x, y in zip(a, b) if x and y)
+    only_a = sum(1 for x, y in zip(a, b) if x and not y)
+    only_b = sum(1 for x, y in zip(a, b) if y and not x)
+    n = len(a)
+    d = only_a + only_b
+    # min() of the two tails makes the result exactly symmetric in a and b.
+    p = 1.0 if d == 0 else min(1.0, 2.0 * float(_st.binom.cdf(min(only_a, only_b), d, 0.5)))
+    return {"n": n, "both": both, "only_a": only_a, "only_b": only_b,
+            "neither": n - both - only_a - only_b, "p_value": p,
+            "diff": (only_a - only_b) / n}
+
+
+class Paired(NamedTuple):
+    ids: list
+    a: list[int]
+    b: list[int]
+
+
+def paired_by_id(records_a: list[dict], records_b: list[dict]) -> Paired:
+    """Align two per-problem record lists (dicts with `id` and `correct`) by id.
+
+    A paired test is only valid when both methods answered exactly the same
+    problems; a silently dropped or duplicated problem would bias it, so any
+    mismatch is an error that names the offending ids. Order follows records_a.
+    """
+    def index(records: list[dict], name: str) -> dict:
+        out: dict = {}
+        for r in records:
+            if r["id"] in out:
+                raise ValueError(f"paired_by_id: duplicate id {r['id']!r} in records_{name}")
+            out[r["id"]] = int(r["correct"])
+        return out
+
+    ia, ib = index(records_a, "a"), index(records_b, "b")
+    missing = [i for i in ia if i not in ib]
+    extra = [i for i in ib if i not in ia]
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"{len(missing)} id(s) missing from records_b: {missing[:10]}")
+        if extra:
+            parts.append(f"{len(extra)} extra id(s) in records_b: {extra[:10]}")
+        raise ValueError("paired_by_id: " + "; ".join(parts))
+    ids = list(ia)
+    return Paired(ids, [ia[i] for i in ids], [ib[i] for i in ids])
+
+
+# --- Aggregation over training seeds -------------------------------------------
+# The paper reports one training run per number. We run several seeds and report
+# their spread next to the mean, so a gap can be compared with run-to-run noise.
+
+
+def aggregate_seeds(values: list[float]) -> dict:
+    """Mean, sample std (ddof=1), min and max of one metric over training seeds.
+
+    The std is the sample (n-1) estimate because seeds are a sample of possible
+    runs; with a single seed it is None rather than 0, since one run says nothing
+    about variance. The per-seed values are kept so tables can show them.
+    """
+    if not values:
+        raise ValueError("aggregate_seeds: no values")
+    vals = [float(v) for v in values]
+    return {"mean": statistics.fmean(vals),
+            "std": statistics.stdev(vals) if len(vals) > 1 else None,
+            "min": min(vals), "max": max(vals), "n_seeds": len(vals), "values": vals}
