@@ -1,0 +1,77 @@
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from agon.config import ConfigError, load, validate
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def base_config():
+    return load(ROOT / "config" / "config.yaml")
+
+
+@pytest.mark.parametrize("name", ["config.yaml", "test.yaml"])
+def test_shipped_configs_validate(name):
+    load(ROOT / "config" / name)
+
+
+def _mutated(config, path, value, delete=False):
+    config = copy.deepcopy(config)
+    node = config
+    for key in path[:-1]:
+        node = node[key]
+    if delete:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
+    return config
+
+
+def test_unknown_key_is_named_with_suggestion(base_config):
+    bad = _mutated(base_config, ["train", "lerning_rate"], 0.1)
+    with pytest.raises(ConfigError, match=r"unknown config key 'train.lerning_rate' \(did you mean 'lr'\?\)|"
+                                          r"unknown config key 'train.lerning_rate'"):
+        validate(bad)
+
+
+def test_mistyped_value_is_named(base_config):
+    bad = _mutated(base_config, ["train", "lr"], "fast")
+    with pytest.raises(ConfigError, match=r"config key 'train.lr': 'fast' is not of type 'number'"):
+        validate(bad)
+
+
+def test_missing_key_is_named(base_config):
+    bad = _mutated(base_config, ["data", "heldout"], None, delete=True)
+    with pytest.raises(ConfigError, match=r"missing config key\(s\) 'data.heldout'"):
+        validate(bad)
+
+
+def test_dangling_reference_is_named(base_config):
+    bad = _mutated(base_config, ["tables", "main", "rows"], ["zero_shot", "agon_typo"])
+    with pytest.raises(ConfigError, match=r"tables.main.rows: unknown evaluation 'agon_typo'"):
+        validate(bad)
+    bad = _mutated(base_config, ["evaluations", "grpo", "method"], "nope")
+    with pytest.raises(ConfigError, match=r"evaluations.grpo.method: unknown method 'nope'"):
+        validate(bad)
+
+
+def test_pair_method_needs_its_knobs(base_config):
+    bad = _mutated(base_config, ["methods", "agon"], {"kind": "pair", "group_size": 8, "mode": "adv"})
+    with pytest.raises(ConfigError, match=r"methods.agon: kind 'pair' needs exchange, roles"):
+        validate(bad)
+
+
+def test_missing_and_unparsable_files(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        load(tmp_path / "nope.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("run: [unclosed\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load(bad)
+    bad.write_text(yaml.safe_dump(["a list"]))
+    with pytest.raises(ConfigError, match="mapping"):
+        load(bad)
