@@ -53,22 +53,31 @@ def roles(step: int, scheme: str, names: tuple[str, ...]) -> tuple[str, str]:
     raise ValueError(f"unknown roles scheme {scheme!r}; known: rotate, fixed, self")
 
 
+def expand(problems: list[dict], n: int) -> tuple[list[dict], list[str]]:
+    """Each problem n times, with one group id per batch slot.
+
+    Ids are per slot, not per problem: a problem drawn twice in one step
+    (several epochs) forms two groups, never one merged group.
+    """
+    expanded = [p for p in problems for _ in range(n)]
+    group_ids = [f"{j}:{p['id']}" for j, p in enumerate(problems) for _ in range(n)]
+    return expanded, group_ids
+
+
 def grpo(ctx, problems: list[dict]) -> list[Stream]:
-    G = ctx.method["group_size"]
     adapter = ctx.adapters[0]
-    expanded = [p for p in problems for _ in range(G)]
+    expanded, group_ids = expand(problems, ctx.method["group_size"])
     comps = ctx.sample(adapter, [ctx.plain_prompt(p) for p in expanded], tag="policy")
     grades = [ctx.grade(p, c) for p, c in zip(expanded, comps)]
     reward = [rewards.standalone(c, phi, ctx.lam) for c, phi in grades]
-    return [Stream(adapter, "policy", comps, reward, [p["id"] for p in expanded], [c for c, _ in grades])]
+    return [Stream(adapter, "policy", comps, reward, group_ids, [c for c, _ in grades])]
 
 
 def pair(ctx, problems: list[dict]) -> list[Stream]:
     m = ctx.method
     N = m["group_size"]
     drafter, challenger = roles(ctx.step, m["roles"], ctx.adapters)
-    expanded = [p for p in problems for _ in range(N)]
-    group_ids = [p["id"] for p in expanded]
+    expanded, group_ids = expand(problems, N)
 
     drafts = ctx.sample(drafter, [ctx.plain_prompt(p) for p in expanded], tag="drafter")
     draft_grades = [ctx.grade(p, d) for p, d in zip(expanded, drafts)]
