@@ -22,5 +22,7 @@ rule table:
         prefix=lambda wc: f"{R}/tables/{wc.table}",
     log:
         f"{R}/logs/tables/{{table}}.log",
+    conda:
+        "../../envs/cpu.yaml"
     shell:
         "agon table --spec {params.spec:q} --records {input} --out-prefix {params.prefix} > {log} 2>&1"

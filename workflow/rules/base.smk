@@ -15,6 +15,8 @@ rule base:
         runtime=60,
     log:
         f"{R}/logs/base/{{model}}.log",
+    conda:
+        "../../envs/cpu.yaml"
     shell:
         "agon base --spec {params.spec:q} --exclude {input.heldout} {input.validation} "
         "--out {output} > {log} 2>&1"

@@ -1,4 +1,10 @@
 # Problem pool and seeded splits (held-out and validation drawn before training).
+# Local on a cluster: cheap, and at paper scale it reads the hub, which compute
+# nodes often cannot reach.
+
+
+localrules:
+    prepare,
 
 
 rule prepare:
@@ -10,5 +16,7 @@ rule prepare:
         out=f"{R}/data",
     log:
         f"{R}/logs/prepare.log",
+    conda:
+        "../../envs/cpu.yaml"
     shell:
         "agon prepare --spec {params.spec:q} --out {params.out} > {log} 2>&1"

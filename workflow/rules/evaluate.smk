@@ -43,6 +43,8 @@ rule evaluate:
         runtime=60,
     log:
         f"{R}/logs/eval/{{model}}/{{evaluation}}/seed{{seed}}/{{benchmark}}.log",
+    conda:
+        "../../envs/gpu.yaml"
     shell:
         "agon evaluate --spec {params.spec:q} --problems {input.problems} {params.adapters} "
         "--out {output.records} > {log} 2>&1"

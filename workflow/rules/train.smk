@@ -28,6 +28,8 @@ rule train:
         runtime=240,
     log:
         f"{R}/logs/train/{{model}}/{{method}}/seed{{seed}}.log",
+    conda:
+        "../../envs/gpu.yaml"
     shell:
         "agon train --spec {params.spec:q} --train {input.train} --out {output.adapters} "
         "--metrics {output.metrics} --checkpoint-dir {params.checkpoints} > {log} 2>&1"
