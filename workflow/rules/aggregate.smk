@@ -5,12 +5,6 @@ localrules:
     table,
 
 
-def table_records(wc):
-    t = config["tables"][wc.table]
-    return expand(f"{R}/eval/{{model}}/{{evaluation}}/seed{{seed}}/{t['benchmark']}.jsonl",
-                  model=t["models"], evaluation=t["rows"], seed=config["seeds"])
-
-
 rule table:
     input:
         table_records,
@@ -19,7 +13,7 @@ rule table:
         md=f"{R}/tables/{{table}}.md",
     params:
         spec=lambda wc: spec_json(config["tables"][wc.table]),
-        prefix=lambda wc: f"{R}/tables/{wc.table}",
+        prefix=lambda wc, output: output.csv.removesuffix(".csv"),
     log:
         f"{R}/logs/tables/{{table}}.log",
     conda:

@@ -13,7 +13,7 @@ rule prepare:
         manifest=f"{R}/data/manifest.json",
     params:
         spec=lambda wc: spec_json(config["data"]),
-        out=f"{R}/data",
+        out=lambda wc, output: os.path.dirname(output.manifest),
     log:
         f"{R}/logs/prepare.log",
     conda:

@@ -2,17 +2,6 @@
 # results/<run>/checkpoints/ (not a declared output), so a killed job resumes.
 
 
-def train_spec(wc):
-    return spec_json({
-        **model_spec(wc.model),
-        "method": config["methods"][wc.method],
-        "train": config["train"],
-        "sampling": config["sampling"]["train"],
-        "seed": int(wc.seed),
-        "threads": config["threads"],
-    })
-
-
 rule train:
     input:
         base=lambda wc: base_path(wc.model),

@@ -216,7 +216,8 @@ class Trainer:
         for name in self.adapters:
             if name in updated:
                 torch.nn.utils.clip_grad_norm_(self.policies.parameters(name), self.cfg["max_grad_norm"])
-                self.optimizers[name].step()
+            # An adapter without a loss this step has no gradients; AdamW skips it.
+            self.optimizers[name].step()
             self.optimizers[name].zero_grad(set_to_none=True)
             schedulers[name].step()
         self.step += 1
