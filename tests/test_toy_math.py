@@ -25,6 +25,15 @@ def test_answers_are_exact(seed):
         assert int(p["answer"]) == _eval(p["prompt"].removesuffix("=?"))
         steps = toy_math.derivation(p["prompt"].removesuffix("=?"))
         assert steps[-1].value == int(p["answer"])
+        assert len(steps) == p["difficulty"]  # difficulty = number of elementary steps
+
+
+def test_slips_propagate():
+    steps = toy_math.derive("7*8+6*9-5", {0: 50})
+    assert [s.render(v) for s, v in steps] == ["7*8=50", "6*9=54", "50+54=104", "104-5=99"]
+    assert toy_math.answer("7*8+6*9-5") == 105
+    with pytest.raises(ValueError, match="cannot parse"):
+        toy_math.derive("7**8")
 
 
 def test_levels_and_distinct():
@@ -42,9 +51,9 @@ def test_unknown_level_is_named():
 
 
 def test_impossible_request_fails_clearly():
-    # Level 2 has only 8 * 90 distinct problems.
+    # Level 2 (a*b+c with 1-digit operands) has only 8**3 distinct problems.
     with pytest.raises(ValueError, match="distinct"):
-        toy_math.generate(1000, 0, levels=[2])
+        toy_math.generate(600, 0, levels=[2])
 
 
 def test_sft_examples_are_correct_and_well_formed():

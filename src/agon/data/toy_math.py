@@ -1,18 +1,24 @@
 """Seeded generator of toy arithmetic problems with graded difficulty.
 
-Levels (difficulty):
-  1  a+b          two 2-digit numbers
-  2  a*b          1-digit times 2-digit
-  3  a+b*c        2-digit plus 2-digit times 1-digit
-  4  a*b-c*d      two products of 1-digit by 2-digit, subtracted
+Difficulty is the number of elementary steps a careful solver writes; each
+step is easy (a 1-digit product, or a sum/difference of at most 3-digit
+numbers), so a tiny model learns the steps quickly and errors compound with
+length, which is what gives RL and the cascade something to fix:
 
-Each problem carries its derivation (the list of steps a careful solver
-writes), which the supervised data for the toy base model is built from.
+  1  a+b            2-digit plus 1-digit                  1 step
+  2  a*b+c          1-digit operands                      2 steps
+  3  a*b+c*d        1-digit operands                      3 steps
+  4  a*b+c*d-e      1-digit operands                      4 steps
+
+`derive` turns an expression into its steps (products first, then sums and
+differences left to right), optionally with a slip: one step written with a
+wrong value that later steps then use, as a real solver's mistake propagates.
 """
 
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass
 
 LEVELS = (1, 2, 3, 4)
@@ -30,54 +36,67 @@ class Step:
     def value(self) -> int:
         return {"+": self.left + self.right, "-": self.left - self.right, "*": self.left * self.right}[self.op]
 
-    def render(self, value: int | None = None) -> str:
+    def render(self, value: int | str | None = None) -> str:
         return f"{self.left}{self.op}{self.right}={self.value if value is None else value}"
 
 
-def _steps(level: int, rng: random.Random) -> tuple[str, list[Step]]:
-    two = lambda: rng.randint(10, 99)  # noqa: E731
+def _expression(level: int, rng: random.Random) -> str:
     one = lambda: rng.randint(2, 9)  # noqa: E731
     if level == 1:
-        a, b = two(), two()
-        return f"{a}+{b}", [Step(a, "+", b)]
+        return f"{rng.randint(10, 99)}+{one()}"
     if level == 2:
-        a, b = one(), two()
-        return f"{a}*{b}", [Step(a, "*", b)]
+        return f"{one()}*{one()}+{one()}"
     if level == 3:
-        a, b, c = two(), two(), one()
-        prod = Step(b, "*", c)
-        return f"{a}+{b}*{c}", [prod, Step(a, "+", prod.value)]
+        return f"{one()}*{one()}+{one()}*{one()}"
     if level == 4:
-        a, b, c, d = one(), two(), one(), two()
-        p, q = Step(a, "*", b), Step(c, "*", d)
-        return f"{a}*{b}-{c}*{d}", [p, q, Step(p.value, "-", q.value)]
+        return f"{one()}*{one()}+{one()}*{one()}-{one()}"
     raise ValueError(f"toy_math: unknown difficulty level {level!r}; levels are {LEVELS}")
 
 
+def derive(expression: str, slips: dict[int, int] | None = None) -> list[tuple[Step, int]]:
+    """Steps of `expression` as (step, written value); `slips` maps step index -> wrong value."""
+    tokens = re.findall(r"\d+|[+\-*]", expression)
+    if not tokens or "".join(tokens) != expression or len(tokens) % 2 == 0:
+        raise ValueError(f"toy_math: cannot parse expression {expression!r}")
+    slips = slips or {}
+    written: list[tuple[Step, int]] = []
+
+    def apply(left: int, op: str, right: int) -> int:
+        step = Step(left, op, right)
+        value = slips.get(len(written), step.value)
+        written.append((step, value))
+        return value
+
+    # Products first (left to right), then sums and differences left to right.
+    terms, ops = [int(tokens[0])], []
+    for op, num in zip(tokens[1::2], tokens[2::2]):
+        if op == "*":
+            terms[-1] = apply(terms[-1], "*", int(num))
+        else:
+            ops.append(op)
+            terms.append(int(num))
+    # A product written as one term has no step of its own unless it was multiplied.
+    total = terms[0]
+    for op, term in zip(ops, terms[1:]):
+        total = apply(total, op, term)
+    return written
+
+
 def derivation(expression: str) -> list[Step]:
-    """Recover the canonical steps of a generated expression (used by SFT data)."""
-    import re
-
-    nums = [int(x) for x in re.findall(r"\d+", expression)]
-    ops = re.findall(r"[+\-*]", expression)
-    if ops == ["+"]:
-        return [Step(nums[0], "+", nums[1])]
-    if ops == ["*"]:
-        return [Step(nums[0], "*", nums[1])]
-    if ops == ["+", "*"]:
-        prod = Step(nums[1], "*", nums[2])
-        return [prod, Step(nums[0], "+", prod.value)]
-    if ops == ["*", "-", "*"]:
-        p, q = Step(nums[0], "*", nums[1]), Step(nums[2], "*", nums[3])
-        return [p, q, Step(p.value, "-", q.value)]
-    raise ValueError(f"toy_math: cannot parse expression {expression!r}")
+    """The correct steps of an expression."""
+    return [step for step, _ in derive(expression)]
 
 
-def _problem(index: int, expression: str, steps: list[Step], level: int) -> dict:
+def answer(expression: str) -> int:
+    steps = derive(expression)
+    return steps[-1][1] if steps else int(expression)
+
+
+def _problem(index: int, expression: str, level: int) -> dict:
     return {
         "id": f"toy_math-{index:06d}",
         "prompt": f"{expression}=?",
-        "answer": str(steps[-1].value),
+        "answer": str(answer(expression)),
         "difficulty": level,
         "source": "toy_math",
     }
@@ -91,8 +110,7 @@ def stream(seed: int, levels=LEVELS, weights=None):
     index = 0
     while True:
         level = rng.choices(levels, weights=weights)[0]
-        expression, steps = _steps(level, rng)
-        yield _problem(index, expression, steps, level)
+        yield _problem(index, _expression(level, rng), level)
         index += 1
 
 

@@ -27,20 +27,12 @@ def _corrupt(value: int, rng: random.Random) -> int:
     return value + rng.choice([-10, -2, -1, 1, 2, 10])
 
 
-def attempt_steps(steps: list[Step], wrong_index: int | None, rng: random.Random) -> list[tuple[Step, int]]:
-    """Steps as a solver with one slip at `wrong_index` would write them: (step, written value).
-
-    The slip propagates: a later step that uses the wrong value uses it as written.
-    """
-    written: list[tuple[Step, int]] = []
-    for i, step in enumerate(steps):
-        if len(steps) == 2 and i == 1:  # a + (b*c)
-            step = Step(step.left, step.op, written[0][1])
-        if len(steps) == 3 and i == 2:  # (a*b) - (c*d)
-            step = Step(written[0][1], step.op, written[1][1])
-        value = step.value if i != wrong_index else _corrupt(step.value, rng)
-        written.append((step, value))
-    return written
+def attempt_steps(expression: str, wrong_index: int | None, rng: random.Random) -> list[tuple[Step, int]]:
+    """Steps as a solver with one slip at `wrong_index` would write them (the slip propagates)."""
+    if wrong_index is None:
+        return toy_math.derive(expression)
+    true_value = toy_math.derivation(expression)[wrong_index].value
+    return toy_math.derive(expression, {wrong_index: _corrupt(true_value, rng)})
 
 
 def render_summary(written: list[tuple[Step, int]]) -> str:
@@ -78,7 +70,7 @@ def example(problem: dict, rng: random.Random, attempt_prob: float, attempt_wron
     steps = toy_math.derivation(expression)
     if rng.random() < attempt_prob:
         wrong = rng.randrange(len(steps)) if rng.random() < attempt_wrong_prob else None
-        attempt = attempt_steps(steps, wrong, rng)
+        attempt = attempt_steps(expression, wrong, rng)
         prompt = prompts.toy_with_attempt(problem["prompt"], render_summary(attempt))
         return prompt, solution(steps, rng, false_start_prob, attempt)
     return prompts.toy_plain(problem["prompt"]), solution(steps, rng, false_start_prob)
