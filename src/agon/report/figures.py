@@ -1,0 +1,329 @@
+"""Figures 7a and 7b: pass@1 against final-stage length, and pass@1 during training.
+
+Both figures are drawn on a bare `Figure` (Agg canvas, no pyplot state, no display)
+under a fixed style, and saved atomically as PNG and PDF. The output is a pure
+function of the input: PNG carries no software tag and PDF no dates, so the same
+input gives byte-identical files on the same matplotlib version.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+
+from .. import io  # noqa: E402
+from ..evaluate.stats import clopper_pearson  # noqa: E402
+from . import reported as _reported  # noqa: E402
+
+OURS = "#1f77b4"    # our runs
+PAPER = "#d62728"   # the paper's published values
+METHOD_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+                  "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
+MODEL_MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
+SEED_STYLES = ["-", "--", ":", "-."]
+
+# A fixed style, so a caller's rcParams cannot change the bytes we write.
+_STYLE = {
+    "font.family": "DejaVu Sans", "font.size": 9, "axes.titlesize": 10,
+    "axes.labelsize": 9, "legend.fontsize": 8, "savefig.dpi": 150,
+    "figure.dpi": 100, "pdf.fonttype": 42, "axes.grid": True, "grid.alpha": 0.3,
+    "path.simplify": True,
+}
+_PNG_META = {"Software": None}
+_PDF_META = {"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None}
+
+# The x axis switches to a log scale when lengths span more than this ratio
+# (e.g. toy-model lengths of ~30 tokens next to the paper's 3.5k-8.1k).
+LOG_X_RATIO = 20.0
+
+
+def _save(fig: Figure, out_prefix) -> tuple[str, str]:
+    out_prefix = str(out_prefix)
+    paths = (out_prefix + ".png", out_prefix + ".pdf")
+    for path, fmt, meta in ((paths[0], "png", _PNG_META), (paths[1], "pdf", _PDF_META)):
+        with io.atomic_path(path) as tmp:
+            fig.savefig(tmp, format=fmt, metadata=meta)
+    return paths
+
+
+def _message_figure(title: str, message: str, xlabel: str, ylabel: str) -> Figure:
+    fig = Figure(figsize=(6.4, 4.4))
+    ax = fig.add_subplot()
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.grid(False)
+    ax.text(0.5, 0.5, message, ha="center", va="center", transform=ax.transAxes,
+            fontsize=11, color="#555555")
+    fig.tight_layout()
+    return fig
+
+
+def _ordered_unique(values) -> list:
+    seen: dict = {}
+    for v in values:
+        seen.setdefault(v, None)
+    return list(seen)
+
+
+# --- Figure 7a ---------------------------------------------------------------
+
+def paper_points(reported: dict, model: str = "qwen3-0.6b", benchmark: str = "deepmath_hard",
+                 table: str = "table3_main", ci_table: str | None = "table4_ci") -> list[dict]:
+    """The paper's (method, pass@1 %, mean length[, CI %]) points for `pass_vs_length`.
+
+    Only methods with both a published pass@1 and a published length are returned
+    (a point without a length cannot be placed); nothing is inferred.
+    """
+    out = []
+    methods = reported["tables"][table]["results"].get(model, {}).get(benchmark, {})
+    for method in methods:
+        p = _reported.lookup(reported, table, model, benchmark, method, "pass_at_1")
+        length = _reported.lookup(reported, table, model, benchmark, method, "mean_length")
+        if p is None or length is None:
+            continue
+        point = {"method": method, "pass_at_1": p, "mean_length": length}
+        if ci_table is not None:
+            low = _reported.lookup(reported, ci_table, model, benchmark, method, "ci_low")
+            high = _reported.lookup(reported, ci_table, model, benchmark, method, "ci_high")
+            if low is not None and high is not None:
+                point.update(ci_low=low, ci_high=high)
+        out.append(point)
+    return out
+
+
+def _group_rows(rows: list[dict]) -> list[tuple[tuple[str, str], list[dict]]]:
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["method"], r["model"]), []).append(r)
+    out = []
+    for key, members in groups.items():
+        seeds = [m["seed"] for m in members]
+        if len(set(seeds)) != len(seeds):
+            raise ValueError(f"pass_vs_length: {key[0]}/{key[1]} has duplicate seeds "
+                             f"{sorted(seeds)}"
+                             " (rows from more than one benchmark?)")
+        out.append((key, sorted(members, key=lambda m: m["seed"])))
+    return out
+
+
+def pass_vs_length(rows: list[dict], out_prefix, title: str, reported: list[dict] | None = None,
+                   reported_label: str = "paper (Qwen3-0.6B)") -> tuple[str, str]:
+    """Figure 7a: pass@1 (%) against mean final-stage length (tokens), one point per
+    (method, model).
+
+    rows: table rows (agon.report.tables): method, model, seed, pass_at_1 / ci_low /
+    ci_high as fractions, mean_length in tokens. One seed: the point with its 95% CI
+    as vertical bars. Several seeds: each seed faint with its CI, and the mean over
+    seeds bold with bars spanning the seeds' min..max on both axes.
+    reported: the paper's points [{method, pass_at_1 (percent), mean_length,
+    optional ci_low/ci_high (percent)}], drawn hollow in a second colour under
+    `reported_label`. Writes <out_prefix>.png and .pdf; returns their paths.
+    """
+    reported = [p for p in (reported or [])
+                if p.get("pass_at_1") is not None and p.get("mean_length") is not None]
+    xlabel = "mean final-stage length (tokens)"
+    ylabel = "pass@1 (%)"
+    with matplotlib.rc_context(_STYLE):
+        if not rows and not reported:
+            fig = _message_figure(title, "no evaluation rows", xlabel, ylabel)
+            return _save(fig, out_prefix)
+        fig = Figure(figsize=(6.4, 4.8))
+        ax = fig.add_subplot()
+        groups = _group_rows(rows)
+        models = _ordered_unique(k[1] for k, _ in groups)
+        marker = {m: MODEL_MARKERS[i % len(MODEL_MARKERS)] for i, m in enumerate(models)}
+        several_models = len(models) > 1
+        any_multi_seed = any(len(members) > 1 for _, members in groups)
+        xs_all: list[float] = []
+        ys_all: list[float] = []
+        labels: list[tuple[str, float, float, int, str]] = []
+
+        for (method, model), members in groups:
+            label = f"{method} ({model})" if several_models else method
+            mk = marker[model]
+            if len(members) == 1:
+                r = members[0]
+                x, y = float(r["mean_length"]), 100 * r["pass_at_1"]
+                ax.errorbar([x], [y], yerr=[[y - 100 * r["ci_low"]], [100 * r["ci_high"] - y]],
+                            fmt=mk, color=OURS, ms=6, capsize=3, elinewidth=1, zorder=3)
+                ys_all += [100 * r["ci_low"], 100 * r["ci_high"]]
+            else:
+                for r in members:
+                    x1, y1 = float(r["mean_length"]), 100 * r["pass_at_1"]
+                    ax.errorbar([x1], [y1],
+                                yerr=[[y1 - 100 * r["ci_low"]], [100 * r["ci_high"] - y1]],
+                                fmt=mk, color=OURS, alpha=0.25, ms=4, capsize=2, elinewidth=0.8,
+                                zorder=2)
+                    xs_all.append(x1)
+                    ys_all += [100 * r["ci_low"], 100 * r["ci_high"]]
+                lx = [float(r["mean_length"]) for r in members]
+                ly = [100 * r["pass_at_1"] for r in members]
+                x, y = statistics.fmean(lx), statistics.fmean(ly)
+                ax.errorbar([x], [y], xerr=[[x - min(lx)], [max(lx) - x]],
+                            yerr=[[y - min(ly)], [max(ly) - y]], fmt=mk, color=OURS, ms=7,
+                            mec="black", mew=0.8, capsize=4, elinewidth=1.6, zorder=4)
+                label += f" ({len(members)} seeds)"
+            xs_all.append(x)
+            ys_all.append(y)
+            labels.append((label, x, y, 8, "#0b3d66"))
+
+        for p in reported:
+            x, y = float(p["mean_length"]), float(p["pass_at_1"])
+            kwargs = {}
+            if p.get("ci_low") is not None and p.get("ci_high") is not None:
+                kwargs["yerr"] = [[y - p["ci_low"]], [p["ci_high"] - y]]
+                ys_all += [float(p["ci_low"]), float(p["ci_high"])]
+            ax.errorbar([x], [y], fmt="o", mfc="none", mec=PAPER, color=PAPER, ms=7, mew=1.4,
+                        capsize=3, elinewidth=0.8, alpha=0.9, zorder=3, **kwargs)
+            labels.append((p["method"], x, y, 7, PAPER))
+            xs_all.append(x)
+            ys_all.append(y)
+
+        if xs_all and min(xs_all) > 0 and max(xs_all) / min(xs_all) > LOG_X_RATIO:
+            ax.set_xscale("log")
+            xlabel += " - log scale"
+        lo, hi = min(ys_all), max(ys_all)
+        pad = max(3.0, 0.08 * (hi - lo))
+        ax.set_ylim(max(-1.0, lo - pad), min(101.0, hi + pad))
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+
+        handles = []
+        if rows:
+            handles.append(Line2D([], [], marker="o", ls="-", color=OURS,
+                                  label="this run (bars: 95% CI)"))
+        if any_multi_seed:
+            handles.append(Line2D([], [], marker="o", ls="-", color=OURS, mec="black", lw=1.6,
+                                  label="mean over seeds (bars: seed min-max)"))
+        if several_models:
+            handles += [Line2D([], [], marker=marker[m], ls="none", color=OURS, label=m)
+                        for m in models]
+        if reported:
+            handles.append(Line2D([], [], marker="o", ls="none", mfc="none", mec=PAPER,
+                                  mew=1.4, label=reported_label))
+        ax.margins(x=0.12)
+        ax.legend(handles=handles, loc="best", frameon=True)
+        fig.tight_layout()
+        _place_labels(fig, ax, labels)
+        return _save(fig, out_prefix)
+
+
+# Candidate label offsets (points), tried in order: right, then above/below, then left.
+_OFFSETS = [(6, 4), (6, -11), (6, 13), (6, -20), (-6, 4), (-6, -11), (6, 22), (6, -29),
+            (-6, 13), (-6, -20), (6, 31), (6, -38)]
+
+
+def _place_labels(fig: Figure, ax, labels: list[tuple[str, float, float, int, str]]) -> None:
+    """Annotate points, choosing for each label the first offset whose text box overlaps
+    neither an earlier label nor any point marker (falls back to the first offset)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.transforms import Bbox
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    to_px = ax.transData.transform
+    r = 5 * fig.dpi / 72  # marker half-size in pixels
+    markers = [Bbox.from_extents(px - r, py - r, px + r, py + r)
+               for px, py in (to_px((x, y)) for _, x, y, _, _ in labels)]
+    axes_box = ax.get_window_extent(renderer)
+    placed: list = []
+    legend = ax.get_legend()
+    if legend is not None:
+        placed.append(legend.get_window_extent(renderer))
+    for text, x, y, size, colour in labels:
+        chosen = None
+        for dx, dy in _OFFSETS:
+            ann = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points",
+                              fontsize=size, color=colour, zorder=5,
+                              ha="left" if dx > 0 else "right", va="bottom")
+            box = ann.get_window_extent(renderer)
+            clash = (any(box.overlaps(b) for b in placed) or any(box.overlaps(m) for m in markers)
+                     or not (axes_box.x0 <= box.x0 and box.x1 <= axes_box.x1
+                             and axes_box.y0 <= box.y0 and box.y1 <= axes_box.y1))
+            if not clash:
+                chosen = box
+                if (dx, dy) != _OFFSETS[0]:
+                    # a displaced label gets a thin leader line to its point
+                    ann.remove()
+                    ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points",
+                                fontsize=size, color=colour, zorder=5,
+                                ha="left" if dx > 0 else "right", va="bottom",
+                                arrowprops={"arrowstyle": "-", "color": colour, "lw": 0.5,
+                                            "alpha": 0.7, "shrinkA": 0, "shrinkB": 3})
+                break
+            ann.remove()
+        if chosen is None:
+            dx, dy = _OFFSETS[0]
+            ann = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points",
+                              fontsize=size, color=colour, zorder=5, ha="left", va="bottom")
+            chosen = ann.get_window_extent(renderer)
+        placed.append(chosen)
+
+
+# --- Figure 7b ---------------------------------------------------------------
+
+def training_curves(points: list[dict], out_prefix, title: str) -> tuple[str, str]:
+    """Figure 7b: held-out pass@1 (%) of checkpoints evaluated during training.
+
+    points: [{method, seed, step, k, n}] - one checkpoint evaluation each. pass@1 =
+    k/n and the shaded band is its 95% Clopper-Pearson interval, both computed here
+    from k and n. One line per (method, seed); all seeds of a method share its colour
+    and differ in line style. No points -> a figure saying so (small configs may not
+    evaluate during training). Writes <out_prefix>.png and .pdf; returns their paths.
+    """
+    xlabel, ylabel = "optimizer step", "held-out pass@1 (%)"
+    with matplotlib.rc_context(_STYLE):
+        if not points:
+            fig = _message_figure(title, "no checkpoint evaluations in this run", xlabel, ylabel)
+            return _save(fig, out_prefix)
+        lines: dict[tuple[str, int], dict[int, dict]] = {}
+        for p in points:
+            key = (p["method"], p["seed"])
+            steps = lines.setdefault(key, {})
+            if p["step"] in steps:
+                raise ValueError(f"training_curves: {p['method']} seed {p['seed']} has two "
+                                 f"evaluations at step {p['step']}")
+            steps[p["step"]] = p
+        methods = _ordered_unique(p["method"] for p in points)
+        colour = {m: METHOD_COLOURS[i % len(METHOD_COLOURS)] for i, m in enumerate(methods)}
+        seeds_of = {m: sorted({s for (mm, s) in lines if mm == m}) for m in methods}
+
+        fig = Figure(figsize=(6.4, 4.4))
+        ax = fig.add_subplot()
+        all_y: list[float] = []
+        for method in methods:
+            for i, seed in enumerate(seeds_of[method]):
+                evals = [lines[(method, seed)][s] for s in sorted(lines[(method, seed)])]
+                xs = [e["step"] for e in evals]
+                ys, lows, highs = [], [], []
+                for e in evals:
+                    low, high = clopper_pearson(int(e["k"]), int(e["n"]))
+                    ys.append(100 * e["k"] / e["n"])
+                    lows.append(100 * low)
+                    highs.append(100 * high)
+                all_y += lows + highs
+                several = len(seeds_of[method]) > 1
+                label = f"{method} (seed {seed})" if several else method
+                ax.fill_between(xs, lows, highs, color=colour[method],
+                                alpha=0.10 if several else 0.18, lw=0, zorder=1)
+                ax.plot(xs, ys, SEED_STYLES[i % len(SEED_STYLES)], color=colour[method],
+                        marker="o", ms=3.5, lw=1.5, label=label, zorder=3)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        lo, hi = min(all_y), max(all_y)
+        pad = max(3.0, 0.08 * (hi - lo))
+        ax.set_ylim(max(-1.0, lo - pad), min(101.0, hi + pad))
+        ax.legend(loc="best", frameon=True, title="bands: 95% CI", title_fontsize=7)
+        fig.tight_layout()
+        return _save(fig, out_prefix)

@@ -1,0 +1,178 @@
+"""Figures 7a/7b and the markdown run report."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from agon.evaluate.stats import clopper_pearson
+from agon.report import figures
+from agon.report.reported import load_reported
+from agon.report.report import render_report, write_report
+
+ROOT = Path(__file__).resolve().parents[1]
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def row(method, seed, k, n, length, model="toy"):
+    low, high = clopper_pearson(k, n)
+    return {"method": method, "model": model, "benchmark": "heldout", "seed": seed, "k": k,
+            "n": n, "pass_at_1": k / n, "ci_low": low, "ci_high": high, "mean_length": length,
+            "mean_total_tokens": 1.5 * length}
+
+
+def check_written(paths, out_prefix):
+    png, pdf = paths
+    assert (png, pdf) == (str(out_prefix) + ".png", str(out_prefix) + ".pdf")
+    assert Path(png).read_bytes()[:8] == PNG_MAGIC
+    assert Path(pdf).read_bytes()[:5] == b"%PDF-"
+    assert Path(png).stat().st_size > 1000 and Path(pdf).stat().st_size > 1000
+    # atomic writes leave no temporary files behind
+    assert not [p for p in Path(png).parent.iterdir() if p.name.startswith(".")]
+
+
+@pytest.fixture
+def captured(monkeypatch):
+    """Capture the figure instead of rendering it, to inspect what was drawn."""
+    figs = []
+    monkeypatch.setattr(figures, "_save", lambda fig, prefix: figs.append(fig) or ("", ""))
+    return figs
+
+
+def texts(fig):
+    ax = fig.axes[0]
+    out = [t.get_text() for t in ax.texts]
+    if ax.get_legend():
+        out += [t.get_text() for t in ax.get_legend().get_texts()]
+    return out
+
+
+def test_scatter_one_row_writes_png_and_pdf(tmp_path):
+    prefix = tmp_path / "fig7a"
+    check_written(figures.pass_vs_length([row("grpo", 0, 12, 40, 30.5)], prefix, "7a"), prefix)
+
+
+def test_scatter_seeds_and_paper_points_are_drawn(captured):
+    paper = [{"method": "agon", "pass_at_1": 61, "mean_length": 3500, "ci_low": 55.2,
+              "ci_high": 66.6},
+             {"method": "agon_drafter_alone", "pass_at_1": 46, "mean_length": None}]
+    rows = [row("grpo", s, 10 + s, 40, 30 + s) for s in (0, 1, 2)]
+    rows.append(row("zero_shot", 0, 8, 40, 33))
+    figures.pass_vs_length(rows, "unused", "7a", reported=paper, reported_label="paper (X)")
+    drawn = texts(captured[0])
+    assert "grpo (3 seeds)" in drawn and "zero_shot" in drawn and "agon" in drawn
+    assert "agon_drafter_alone" not in drawn          # no published length: cannot be placed
+    assert "paper (X)" in drawn and "mean over seeds (bars: seed min-max)" in drawn
+    # toy lengths (~30) next to the paper's (~3500) need a log axis to show both
+    assert captured[0].axes[0].get_xscale() == "log"
+
+
+def test_scatter_rejects_duplicate_seeds(tmp_path):
+    with pytest.raises(ValueError, match="duplicate seeds"):
+        figures.pass_vs_length([row("grpo", 0, 1, 4, 3), row("grpo", 0, 2, 4, 3)],
+                               tmp_path / "x", "7a")
+
+
+def test_paper_points_from_reported_yaml():
+    points = figures.paper_points(load_reported(ROOT / "config" / "reported.yaml"))
+    by = {p["method"]: p for p in points}
+    assert len(points) == 8 and "agon_drafter_alone" not in by   # no published length
+    assert by["agon"] == {"method": "agon", "pass_at_1": 61.0, "mean_length": 3500.0,
+                          "ci_low": 55.2, "ci_high": 66.6}
+
+
+def test_figures_are_deterministic(tmp_path):
+    rows = [row("grpo", s, 10 + s, 40, 30 + s) for s in (0, 1)] + [row("zero_shot", 0, 8, 40, 33)]
+    paper = [{"method": "grpo", "pass_at_1": 30, "mean_length": 8100}]
+    points = [{"method": m, "seed": s, "step": t, "k": 5 + t + s, "n": 40}
+              for m in ("grpo", "agon") for s in (0, 1) for t in (0, 2, 4)]
+    out = []
+    for run in ("a", "b"):
+        out.append(figures.pass_vs_length(rows, tmp_path / run / "f7a", "7a", reported=paper)
+                   + figures.training_curves(points, tmp_path / run / "f7b", "7b"))
+    for first, second in zip(*out):
+        assert Path(first).read_bytes() == Path(second).read_bytes(), first
+
+
+def test_training_curves_empty_input(captured):
+    figures.training_curves([], "unused", "7b")         # files: test_training_curves_files...
+    assert "no checkpoint evaluations in this run" in texts(captured[0])
+    figures.pass_vs_length([], "unused", "7a")
+    assert "no evaluation rows" in texts(captured[1])
+
+
+def test_training_curves_multi_seed(tmp_path, captured):
+    points = [{"method": m, "seed": s, "step": t, "k": 10 + t, "n": 40}
+              for m in ("grpo", "agon") for s in (0, 1) for t in (4, 0, 2)]   # unsorted steps
+    figures.training_curves(points, "unused", "7b")
+    ax = captured[0].axes[0]
+    assert len(ax.lines) == 4                        # one line per (method, seed)
+    assert [tuple(line.get_xdata()) for line in ax.lines] == [(0, 2, 4)] * 4
+    colours = [line.get_color() for line in ax.lines]
+    assert colours[0] == colours[1] != colours[2] == colours[3]   # one colour per method
+    assert list(ax.lines[0].get_ydata()) == [25.0, 30.0, 35.0]
+    assert "agon (seed 1)" in texts(captured[0])
+
+
+def test_training_curves_files_and_errors(tmp_path):
+    prefix = tmp_path / "f7b"
+    check_written(figures.training_curves([], prefix, "7b"), prefix)
+    points = [{"method": "grpo", "seed": 0, "step": 2, "k": 3, "n": 8}] * 2
+    with pytest.raises(ValueError, match="two evaluations at step 2"):
+        figures.training_curves(points, tmp_path / "dup", "7b")
+    with pytest.raises(ValueError, match="clopper_pearson"):
+        figures.training_curves([{"method": "grpo", "seed": 0, "step": 0, "k": 9, "n": 8}],
+                                tmp_path / "bad", "7b")
+
+
+# --- report ------------------------------------------------------------------
+
+CONFIG = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+TABLES = {"main": "# Table 3 - main\n\n| method | pass@1 % |\n|---|---|\n| grpo | 35.0 |\n",
+          "transfer": "# Table 2 - transfer\n\n| method | gsm8k |\n|---|---|\n| agon | 71.0 |\n"}
+FIGURES = {"Figure 7a: pass@1 vs length": "figures/fig7a.png",
+           "Figure 7b: training curves": "figures/fig7b.png"}
+PROV = [{"file": "results/test/eval/grpo.jsonl", "git_commit": "abc1234def", "config_hash": "f00d",
+         "device": "cpu", "packages": {"torch": "2.5.1", "transformers": "4.57.0"}, "seed": 0}]
+
+
+def report_text(tmp_path, **over):
+    args = {"title": "Agon reproduction - test", "config": CONFIG, "tables": TABLES,
+            "figures": FIGURES, "provenance": PROV, "notes": ["toy numbers mean nothing"]}
+    args.update(over)
+    path = tmp_path / "report.md"
+    returned = write_report(path, **args)
+    text = path.read_text()
+    assert text == returned
+    return text
+
+
+def test_report_contents(tmp_path):
+    text = report_text(tmp_path)
+    assert text.startswith("# Agon reproduction - test\n")
+    assert "- **Run:** `test`" in text and "- **Seeds:** 0" in text
+    assert "| `grpo` | grpo | group_size=4 |" in text                       # method knobs
+    assert "| `zero_shot` | base model (untrained) | single | base |" in text
+    # every table, in order, its heading nested under the report's sections
+    assert "### Table 3 - main" in text and "| grpo | 35.0 |" in text
+    assert text.index("Table 3 - main") < text.index("Table 2 - transfer")
+    for caption, path in FIGURES.items():
+        assert f"![{caption}]({path})" in text
+    assert "| `results/test/eval/grpo.jsonl` | abc1234def | f00d | cpu | 2.5.1 | 4.57.0 | - |" \
+        in text                                                              # peft missing -> -
+    assert "- toy numbers mean nothing" in text
+    fenced = text.split("```yaml\n", 1)[1].split("\n```", 1)[0]
+    assert yaml.safe_load(fenced) == CONFIG
+    assert [p.name for p in tmp_path.iterdir()] == ["report.md"]          # atomic, no leftovers
+
+
+def test_report_is_pure_and_flags_mixed_commits(tmp_path):
+    args = {"title": "t", "config": CONFIG, "tables": TABLES, "figures": FIGURES,
+            "provenance": PROV, "notes": []}
+    assert render_report(**args) == render_report(**args)
+    assert "Warning" not in render_report(**args)
+    mixed = PROV + [dict(PROV[0], file="b.jsonl", git_commit="999-dirty")]
+    text = render_report(**{**args, "provenance": mixed})
+    assert "2 different code versions" in text and "uncommitted" in text
+    empty = render_report(title="t", config={}, tables={}, figures={}, provenance=[], notes=[])
+    assert "No tables." in empty and "No figures." in empty
