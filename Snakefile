@@ -6,12 +6,17 @@
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(workflow.basedir) / "src"))  # agon without an install, too
-from agon.config import validate
+ROOT = Path(workflow.basedir)
+sys.path.insert(0, str(ROOT / "src"))  # agon without an install, too
+from agon.config import resolve_extends, validate
 
 if not config:
     configfile: "config/config.yaml"
 
+# `extends:` (config/test.yaml) layers a config on another file in config/.
+resolved = resolve_extends(dict(config), ROOT / "config")
+config.clear()
+config.update(resolved)
 validate(config, "workflow config")
 
 RUN = config["run"]

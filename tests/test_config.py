@@ -51,8 +51,8 @@ def test_missing_key_is_named(base_config):
 
 
 def test_dangling_reference_is_named(base_config):
-    bad = _mutated(base_config, ["tables", "main", "rows"], ["zero_shot", "agon_typo"])
-    with pytest.raises(ConfigError, match=r"tables.main.rows: unknown evaluation 'agon_typo'"):
+    bad = _mutated(base_config, ["tables", "table3_main", "rows"], ["zero_shot", "agon_typo"])
+    with pytest.raises(ConfigError, match=r"tables.table3_main.rows: unknown evaluation or pick 'agon_typo'"):
         validate(bad)
     bad = _mutated(base_config, ["evaluations", "grpo", "method"], "nope")
     with pytest.raises(ConfigError, match=r"evaluations.grpo.method: unknown method 'nope'"):
@@ -75,3 +75,24 @@ def test_missing_and_unparsable_files(tmp_path):
     bad.write_text(yaml.safe_dump(["a list"]))
     with pytest.raises(ConfigError, match="mapping"):
         load(bad)
+
+
+def test_extends_merges_mappings_and_replaces_lists(tmp_path):
+    from agon.config import merge, resolve_extends
+
+    assert merge({"a": {"x": 1, "y": [1, 2]}, "b": 1}, {"a": {"y": [3]}, "c": 2}) == \
+        {"a": {"x": 1, "y": [3]}, "b": 1, "c": 2}
+    test = load(ROOT / "config" / "test.yaml")
+    default = load(ROOT / "config" / "config.yaml")
+    assert test["run"] == "test" and test["methods"] == default["methods"]
+    assert test["train"]["lora"]["target_modules"] == default["train"]["lora"]["target_modules"]
+    assert test["train"]["lora"]["rank"] == 4
+    (tmp_path / "child.yaml").write_text("extends: missing.yaml\nrun: x\n")
+    with pytest.raises(ConfigError, match="missing.yaml"):
+        load(tmp_path / "child.yaml")
+
+
+def test_picks_must_name_evaluations(base_config):
+    bad = _mutated(base_config, ["picks", "agon"], ["agon_ab", "agon_cb"])
+    with pytest.raises(ConfigError, match=r"picks.agon: unknown evaluation 'agon_cb'"):
+        validate(bad)

@@ -5,6 +5,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from agon.config import load as load_config
+
 from agon.evaluate.stats import clopper_pearson
 from agon.report import figures
 from agon.report.reported import load_reported
@@ -127,7 +129,7 @@ def test_training_curves_files_and_errors(tmp_path):
 
 # --- report ------------------------------------------------------------------
 
-CONFIG = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+CONFIG = load_config(ROOT / "config" / "test.yaml")  # resolved: test.yaml extends config.yaml
 TABLES = {"main": "# Table 3 - main\n\n| method | pass@1 % |\n|---|---|\n| grpo | 35.0 |\n",
           "transfer": "# Table 2 - transfer\n\n| method | gsm8k |\n|---|---|\n| agon | 71.0 |\n"}
 FIGURES = {"Figure 7a: pass@1 vs length": "figures/fig7a.png",
@@ -151,7 +153,7 @@ def test_report_contents(tmp_path):
     text = report_text(tmp_path)
     assert text.startswith("# Agon reproduction - test\n")
     assert "- **Run:** `test`" in text and "- **Seeds:** 0" in text
-    assert "| `grpo` | grpo | group_size=4 |" in text                       # method knobs
+    assert "| `grpo` | grpo | group_size=16 |" in text                      # method knobs
     assert "| `zero_shot` | base model (untrained) | single | base |" in text
     # every table, in order, its heading nested under the report's sections
     assert "### Table 3 - main" in text and "| grpo | 35.0 |" in text

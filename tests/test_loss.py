@@ -238,3 +238,22 @@ def test_comparison_has_power():
     assert abs(policy_loss(logp, old_logp, adv, mask, "bnpo") - trl_grpo) > 1e-3
     assert abs(policy_loss(logp, old_logp, adv, mask, "grpo", 0.1, 0.1) - trl_grpo) > 1e-3
     torch.testing.assert_close(policy_loss(logp, old_logp, adv, mask, "grpo"), trl_grpo, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("loss_type", ["grpo", "bnpo", "dapo", "dr_grpo"])
+def test_dropped_rollouts_scale_equals_whole_stream_loss(loss_type):
+    """Loss on kept rollouts x scale == loss on all rollouts with A = 0 for dropped ones."""
+    from agon.rl.loss import dropped_rollouts_scale
+
+    torch.manual_seed(0)
+    B, T = 6, 7
+    logp = torch.randn(B, T, dtype=torch.float64, requires_grad=True)
+    old = (logp + 0.1 * torch.randn(B, T, dtype=torch.float64)).detach()
+    mask = (torch.rand(B, T) > 0.3).double()
+    mask[:, 0] = 1
+    adv = torch.randn(B, dtype=torch.float64)
+    kept = torch.tensor([True, False, True, True, False, True])
+    full = policy_loss(logp, old, adv * kept, mask, loss_type, max_completion_length=T)
+    part = policy_loss(logp[kept], old[kept], adv[kept], mask[kept], loss_type, max_completion_length=T)
+    scale = dropped_rollouts_scale(loss_type, int(mask[kept].sum()), int(mask.sum()), int(kept.sum()), B)
+    assert torch.allclose(full, part * scale, atol=1e-12)

@@ -29,9 +29,10 @@ def test_answers_are_exact(seed):
 
 
 def test_slips_propagate():
-    steps = toy_math.derive("7*8+6*9-5", {0: 50})
-    assert [s.render(v) for s, v in steps] == ["7*8=50", "6*9=54", "50+54=104", "104-5=99"]
-    assert toy_math.answer("7*8+6*9-5") == 105
+    steps = toy_math.derive("7*8+5+6*9", {0: 50})
+    assert [s.render(v) for s, v in steps] == ["7*8=50", "6*9=54", "50+5=55", "55+54=109"]
+    assert toy_math.answer("7*8+5+6*9") == 115
+    assert toy_math.answer("9*9-5") == 76  # differences still parse, though no level uses them
     with pytest.raises(ValueError, match="cannot parse"):
         toy_math.derive("7**8")
 
@@ -78,3 +79,20 @@ def test_sft_examples_are_correct_and_well_formed():
             final = attempt.split(",")[-1].split("=")[-1]
             saw_wrong_attempt |= final != p["answer"]
     assert saw_attempt and saw_wrong_attempt and saw_false_start
+
+
+@pytest.mark.parametrize("left,right,work", [
+    (56, 54, "6+4=10,5+5+1=11,"), (18, 6, "8+6=14,1+0+1=2,"), (93, 2, "3+2=5,9+0+0=9,"),
+    (7, 8, "7+8=15,0+0+1=1,"),
+])
+def test_column_work(left, right, work):
+    step = toy_math.Step(left, "+", right)
+    assert toy_math.column_work(step) == work
+    # the columns compose to the sum: tens result then the units digit
+    units, tens = work.rstrip(",").split(",")
+    assert int(tens.split("=")[1] + units.split("=")[1][-1]) == step.value
+
+
+def test_no_column_work_for_products_or_slips():
+    assert toy_math.column_work(toy_math.Step(7, "*", 8)) == ""
+    assert toy_math.column_work(toy_math.Step(56, "+", 54), value=100) == ""

@@ -29,23 +29,43 @@ def finished_run(tmp_path_factory):
     return workdir
 
 
-def test_pipeline_produces_table_from_records(finished_run):
+def _records(results, cell, evaluation, benchmark="heldout"):
+    path = results / "eval" / "toy" / cell / "seed0" / f"{evaluation}.{benchmark}.jsonl"
+    return [json.loads(line) for line in open(path)]
+
+
+def test_pipeline_produces_tables_from_records(finished_run):
     results = finished_run / "results" / "test"
     manifest = json.loads((results / "data" / "manifest.json").read_text())
     n_heldout = manifest["splits"]["heldout"]["count"]
     assert n_heldout == 40 and len(manifest["splits"]["heldout"]["hash"]) == 16
 
-    rows = list(csv.DictReader(open(results / "tables" / "main.csv")))
-    assert [r["method"] for r in rows] == ["zero_shot", "grpo"]
+    rows = list(csv.DictReader(open(results / "tables" / "table3_main.csv")))
+    methods = [r["method"] for r in rows]
+    assert methods[:5] == ["zero_shot", "grpo", "self_refine", "grpo_self_cascade", "moa"]
+    assert "agon" in methods and "agon (post hoc)" in methods and "coop_drafter_alone" in methods
+    cells = {"zero_shot": ("untrained", "zero_shot"), "moa": ("untrained", "moa"),
+             "grpo": ("grpo", "grpo"), "grpo_self_cascade": ("grpo", "grpo_self_cascade")}
     for row in rows:
-        records = [json.loads(line) for line in
-                   open(results / "eval" / "toy" / row["method"] / "seed0" / "heldout.jsonl")]
+        if row["method"] in cells:
+            records = _records(results, *cells[row["method"]])
+        else:  # a pick: the chosen direction's records
+            evaluation = row["selected"].split(" on ")[0]
+            records = _records(results, row["method"].split(" ")[0].removesuffix("_alone")
+                               .replace("_drafter", ""), evaluation)
         assert len(records) == n_heldout == int(row["n"])
         assert int(row["k"]) == sum(r["correct"] for r in records)
         assert float(row["ci_low"]) <= float(row["pass_at_1"]) <= float(row["ci_high"])
         for r in records:
-            assert {"id", "stages", "answer", "correct", "final_length"} <= set(r)
-    assert (results / "tables" / "main.md").read_text().startswith("# Table 3")
+            assert {"id", "stages", "answer", "correct", "final_length", "total_tokens"} <= set(r)
+    # the paper's number sits beside ours
+    agon = next(r for r in rows if r["method"] == "agon")
+    assert float(agon["paper_pass_at_1"]) == 61.0 and agon["selected"].endswith("on validation")
+    cascade = _records(results, "agon", "agon_ab")
+    assert all(len(r["stages"]) == 2 and r["total_tokens"] == sum(s["length"] for s in r["stages"])
+               for r in cascade)
+    for name in ("table3_main", "table7_ablations", "table8_density"):
+        assert (results / "tables" / f"{name}.md").read_text().startswith("# Table")
 
 
 def test_training_changed_the_adapter(finished_run):
@@ -68,13 +88,13 @@ def test_rerun_has_nothing_to_do(finished_run):
 
 def test_tables_rebuild_without_training(finished_run):
     tables = finished_run / "results" / "test" / "tables"
-    before = (tables / "main.csv").read_text()
+    before = (tables / "table3_main.csv").read_text()
     shutil.rmtree(tables)
     proc = snakemake(finished_run, "--configfile", str(ROOT / "config" / "test.yaml"), "-n")
     planned = proc.stdout + proc.stderr
     assert "table" in planned and "train" not in planned.split("Job stats:")[-1].split("total")[0]
     snakemake(finished_run, "--configfile", str(ROOT / "config" / "test.yaml"))
-    assert (tables / "main.csv").read_text() == before
+    assert (tables / "table3_main.csv").read_text() == before
 
 
 def test_bad_config_names_the_key(tmp_path):

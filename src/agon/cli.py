@@ -117,6 +117,13 @@ def cmd_train(args) -> None:
 
 
 def cmd_evaluate(args) -> None:
+    """Every evaluation of one trained cell on every benchmark, as per-problem records.
+
+    A records file finished by an interrupted job is kept in --resume-dir and
+    reused; the declared output directory is filled only at the end.
+    """
+    import shutil
+
     from .evaluate import protocols
     from .models import load_adapters
     from .verify.grading import Grader
@@ -124,27 +131,44 @@ def cmd_evaluate(args) -> None:
     spec = _spec(args.spec)
     _threads(spec["threads"])
     base, tokenizer, fmt = _load_model(spec)
-    model = load_adapters(base, {n: str(Path(args.adapters) / n) for n in spec["adapters"]}) \
-        if spec["adapters"] else base
-    problems = io.read_jsonl(args.problems)
-    grader = Grader()
+    model = base
+    if spec["adapters"]:
+        model = load_adapters(base, {n: str(Path(spec["adapter_dir"]) / n) for n in spec["adapters"]})
     sample = protocols.make_sampler(model, tokenizer, spec["sampling"], spec["seed"])
-    records = protocols.run(spec["protocol"], spec["policies"], problems, sample, fmt, grader)
-    for r in records:
-        r.update(evaluation=spec["evaluation"], model=spec["model"], seed=spec["seed"],
-                 benchmark=spec["benchmark"])
-    io.write_jsonl(args.out, records)
-    k = sum(r["correct"] for r in records)
-    _log(f"{spec['evaluation']} on {spec['benchmark']}: {k}/{len(records)} correct; grader {grader.counts}")
-    io.write_json(str(args.out) + ".meta.json", {"grader": grader.counts,
-                                                 "provenance": io.provenance(spec, spec["seed"])})
+    resume = Path(args.resume_dir)
+    resume.mkdir(parents=True, exist_ok=True)
+    summary = {}
+    for bench, problems_path in spec["benchmarks"].items():
+        problems = io.read_jsonl(problems_path)
+        for name, ev in spec["evaluations"].items():
+            done = resume / f"{name}.{bench}.jsonl"
+            if done.exists() and len(io.read_jsonl(done)) == len(problems):
+                _log(f"{name} on {bench}: reusing {done}")
+                continue
+            grader = Grader()
+            records = protocols.run(ev["protocol"], ev["policies"], problems, sample, fmt, grader)
+            for r in records:
+                r.update(evaluation=name, model=spec["model"], seed=spec["seed"], benchmark=bench)
+            io.write_jsonl(done, records)
+            k = sum(r["correct"] for r in records)
+            summary[f"{name}.{bench}"] = {"k": k, "n": len(records), "grader": grader.counts}
+            _log(f"{name} on {bench}: {k}/{len(records)} correct; grader {grader.counts}")
+    out = Path(spec["out_dir"])
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(resume, tmp)
+    io.write_json(tmp / "provenance.json", {"summary": summary,
+                                            "provenance": io.provenance(spec, spec["seed"])})
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    shutil.rmtree(resume)
 
 
 def cmd_table(args) -> None:
     from .report import tables
 
     spec = _spec(args.spec)
-    tables.write_table(spec, args.records, Path(args.out_prefix))
+    tables.write_table(spec, args.records, Path(args.out_prefix), args.reported)
 
 
 def main(argv=None) -> None:
@@ -171,16 +195,15 @@ def main(argv=None) -> None:
     p.add_argument("--stop-after", type=int, default=None, help="stop after N steps (resume testing)")
     p.set_defaults(func=cmd_train)
 
-    p = sub.add_parser("evaluate", help="run one evaluation protocol on one benchmark")
+    p = sub.add_parser("evaluate", help="every evaluation of one trained cell, on every benchmark")
     p.add_argument("--spec", required=True)
-    p.add_argument("--problems", required=True)
-    p.add_argument("--adapters", default=None)
-    p.add_argument("--out", required=True)
+    p.add_argument("--resume-dir", required=True, help="finished records of an interrupted job")
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("table", help="aggregate per-problem records into a table")
     p.add_argument("--spec", required=True)
     p.add_argument("--records", nargs="+", required=True)
+    p.add_argument("--reported", default=None, help="the paper's numbers (config/reported.yaml)")
     p.add_argument("--out-prefix", required=True)
     p.set_defaults(func=cmd_table)
 

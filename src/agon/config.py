@@ -85,7 +85,7 @@ def check_references(config: dict, source: str = "config") -> None:
         if ev["method"] is not None and ev["method"] not in methods:
             problems.append(f"evaluations.{name}.method: unknown method {ev['method']!r} "
                             f"(defined: {', '.join(methods)})")
-        need = {"single": 1, "cascade": 2}[ev["protocol"]]
+        need = {"single": 1, "cascade": 2, "moa": 1}[ev["protocol"]]
         if len(ev["policies"]) != need:
             problems.append(f"evaluations.{name}.policies: protocol {ev['protocol']!r} "
                             f"needs {need} policies, got {len(ev['policies'])}")
@@ -94,12 +94,25 @@ def check_references(config: dict, source: str = "config") -> None:
     for name, model in config["models"].items():
         if model["kind"] == "toy" and "base" not in model:
             problems.append(f"models.{name}: kind 'toy' needs a 'base' section")
+    picks = config.get("picks", {})
+    for name, candidates in picks.items():
+        if name in evaluations:
+            problems.append(f"picks.{name}: also an evaluation name; pick another name")
+        for c in candidates:
+            if c not in evaluations:
+                problems.append(f"picks.{name}: unknown evaluation {c!r}")
     for name, table in config["tables"].items():
-        if table["benchmark"] not in config["benchmarks"]:
-            problems.append(f"tables.{name}.benchmark: unknown benchmark {table['benchmark']!r}")
+        for key in ("benchmark", "select_on"):
+            if key in table and table[key] not in config["benchmarks"]:
+                problems.append(f"tables.{name}.{key}: unknown benchmark {table[key]!r}")
+        if "select_on" not in table and any(r in picks for r in table["rows"]) \
+                and "validation" not in config["benchmarks"]:
+            problems.append(f"tables.{name}: picks need a 'validation' benchmark or select_on")
         for row in table["rows"]:
-            if row not in evaluations:
-                problems.append(f"tables.{name}.rows: unknown evaluation {row!r}")
+            if row not in evaluations and row not in picks:
+                problems.append(f"tables.{name}.rows: unknown evaluation or pick {row!r}")
+        if "baseline" in table and table["baseline"] not in table["rows"]:
+            problems.append(f"tables.{name}.baseline: {table['baseline']!r} is not one of its rows")
         for model in table["models"]:
             if model not in config["models"]:
                 problems.append(f"tables.{name}.models: unknown model {model!r}")
@@ -107,5 +120,31 @@ def check_references(config: dict, source: str = "config") -> None:
         raise ConfigError(f"{source}: invalid config:\n  " + "\n  ".join(problems))
 
 
+def merge(base: dict, overlay: dict) -> dict:
+    """`overlay` on top of `base`: mappings merge key by key, anything else is replaced."""
+    out = dict(base)
+    for key, value in overlay.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def resolve_extends(config: dict, config_dir) -> dict:
+    """A config with `extends: other.yaml` is that file (in `config_dir`) with this one on top.
+
+    Opt-in per config: config/test.yaml extends the embedded default, so the test
+    runs the same matrix at small sizes; config/paper.yaml stands alone.
+    """
+    if "extends" not in config:
+        return config
+    parent_path = Path(config_dir) / config["extends"]
+    parent = resolve_extends(load_yaml(parent_path), parent_path.parent)
+    child = {k: v for k, v in config.items() if k != "extends"}
+    return merge(parent, child)
+
+
 def load(path) -> dict:
-    return validate(load_yaml(path), str(path))
+    path = Path(path)
+    return validate(resolve_extends(load_yaml(path), path.parent), str(path))

@@ -6,8 +6,7 @@ import os
 wildcard_constraints:
     model="[A-Za-z0-9_.-]+",
     method="[A-Za-z0-9_]+",
-    evaluation="[A-Za-z0-9_]+",
-    benchmark="[A-Za-z0-9_]+",
+    cell="[A-Za-z0-9_]+",
     seed="[0-9]+",
 
 
@@ -42,34 +41,79 @@ def train_spec(wc):
         "threads": config["threads"],
     })
 
-def eval_method(wc):
-    return config["evaluations"][wc.evaluation]["method"]
+UNTRAINED = "untrained"  # the evaluation cell of the bare base model (method: null)
+
+
+def cell_of(evaluation):
+    return config["evaluations"][evaluation]["method"] or UNTRAINED
+
+
+def cell_evaluations(cell):
+    return [e for e in config["evaluations"] if cell_of(e) == cell]
+
+
+def records_path(model, evaluation, seed, benchmark):
+    return f"{R}/eval/{model}/{cell_of(evaluation)}/seed{seed}/{evaluation}.{benchmark}.jsonl"
 
 
 def eval_inputs(wc):
-    bench = config["benchmarks"][wc.benchmark]
-    inputs = {"base": base_path(wc.model), "problems": f"{R}/data/{bench['split']}.jsonl"}
-    if eval_method(wc) is not None:
-        inputs["adapters"] = f"{R}/train/{wc.model}/{eval_method(wc)}/seed{wc.seed}/adapters"
+    inputs = {"base": base_path(wc.model)}
+    inputs.update({b: f"{R}/data/{spec['split']}.jsonl" for b, spec in config["benchmarks"].items()})
+    if wc.cell != UNTRAINED:
+        inputs["adapters"] = f"{R}/train/{wc.model}/{wc.cell}/seed{wc.seed}/adapters"
     return inputs
 
 
-def eval_spec(wc):
-    ev = config["evaluations"][wc.evaluation]
+def eval_spec(wc, input, output):
+    method = None if wc.cell == UNTRAINED else wc.cell
     return spec_json({
         **model_spec(wc.model),
-        "evaluation": wc.evaluation,
         "model": wc.model,
-        "benchmark": wc.benchmark,
-        "protocol": ev["protocol"],
-        "policies": ev["policies"],
-        "adapters": adapter_names(ev["method"]) if ev["method"] else [],
+        "cell": wc.cell,
+        "adapters": adapter_names(method) if method else [],
+        "adapter_dir": input.adapters if method else None,
+        "evaluations": {e: config["evaluations"][e] for e in cell_evaluations(wc.cell)},
+        "benchmarks": {b: input[b] for b in config["benchmarks"]},
+        "out_dir": output[0],
         "sampling": config["sampling"]["eval"],
         "seed": int(wc.seed),
         "threads": config["threads"],
     })
 
+
+def table_needs(table):
+    """(evaluation, benchmark) pairs a table reads; a pick needs its candidates on two benchmarks."""
+    t = config["tables"][table]
+    picks = config.get("picks", {})
+    needs = []
+    for row in t["rows"]:
+        for evaluation in picks.get(row, [row]):
+            needs.append((evaluation, t["benchmark"]))
+            if row in picks:
+                needs.append((evaluation, t.get("select_on", "validation")))
+    return list(dict.fromkeys(needs))
+
+
 def table_records(wc):
     t = config["tables"][wc.table]
-    return expand(f"{R}/eval/{{model}}/{{evaluation}}/seed{{seed}}/{t['benchmark']}.jsonl",
-                  model=t["models"], evaluation=t["rows"], seed=config["seeds"])
+    return [records_path(model, evaluation, seed, benchmark)
+            for model in t["models"] for seed in config["seeds"]
+            for evaluation, benchmark in table_needs(wc.table)]
+
+
+def table_cells(wc):
+    """The evaluation directories a table reads (one per trained cell)."""
+    t = config["tables"][wc.table]
+    return sorted({os.path.dirname(records_path(model, e, seed, b)) for model in t["models"]
+                   for seed in config["seeds"] for e, b in table_needs(wc.table)})
+
+
+def table_spec(wc):
+    t = config["tables"][wc.table]
+    picks = config.get("picks", {})
+    return spec_json({
+        **t,
+        "seeds": config["seeds"],
+        "picks": {row: picks[row] for row in t["rows"] if row in picks},
+        "paper_models": {m: config["models"][m].get("paper_model") for m in t["models"]},
+    })

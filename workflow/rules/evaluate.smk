@@ -1,22 +1,25 @@
-# One evaluation job per model x evaluation x seed x benchmark: per-problem records.
+# One evaluation job per trained cell (model x method x seed, or the untrained
+# base): every evaluation of that cell (single pass, cascades in both directions,
+# drafter alone, ...) on every benchmark, as per-problem records files
+#   results/<run>/eval/<model>/<cell>/seed<seed>/<evaluation>.<benchmark>.jsonl
+# One job per cell, not per file: model loading dominates the cost at toy scale.
+# A records file already complete from an interrupted job is reused.
 
 
 rule evaluate:
     input:
         unpack(eval_inputs),
     output:
-        records=f"{R}/eval/{{model}}/{{evaluation}}/seed{{seed}}/{{benchmark}}.jsonl",
-        meta=f"{R}/eval/{{model}}/{{evaluation}}/seed{{seed}}/{{benchmark}}.jsonl.meta.json",
+        directory(f"{R}/eval/{{model}}/{{cell}}/seed{{seed}}"),
     params:
         spec=eval_spec,
-        adapters=lambda wc, input: f"--adapters {input.adapters}" if "adapters" in input.keys() else "",
+        resume=lambda wc: f"{R}/checkpoints/eval/{wc.model}/{wc.cell}/seed{wc.seed}",
     threads: config["threads"]
     resources:
         runtime=60,
     log:
-        f"{R}/logs/eval/{{model}}/{{evaluation}}/seed{{seed}}/{{benchmark}}.log",
+        f"{R}/logs/eval/{{model}}/{{cell}}/seed{{seed}}.log",
     conda:
         "../../envs/gpu.yaml"
     shell:
-        "agon evaluate --spec {params.spec:q} --problems {input.problems} {params.adapters} "
-        "--out {output.records} > {log} 2>&1"
+        "agon evaluate --spec {params.spec:q} --resume-dir {params.resume} > {log} 2>&1"

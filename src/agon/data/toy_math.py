@@ -1,18 +1,21 @@
 """Seeded generator of toy arithmetic problems with graded difficulty.
 
 Difficulty is the number of elementary steps a careful solver writes; each
-step is easy (a 1-digit product, or a sum/difference of at most 3-digit
-numbers), so a tiny model learns the steps quickly and errors compound with
-length, which is what gives RL and the cascade something to fix:
+step is easy (a 1-digit product, or a sum of numbers below 100), so a tiny
+model learns the steps and errors compound with length, which is what gives
+RL and the cascade something to fix:
 
   1  a+b            2-digit plus 1-digit                  1 step
   2  a*b+c          1-digit operands                      2 steps
   3  a*b+c*d        1-digit operands                      3 steps
-  4  a*b+c*d-e      1-digit operands                      4 steps
+  4  a*b+c+d*e      1-digit operands                      4 steps
 
-`derive` turns an expression into its steps (products first, then sums and
-differences left to right), optionally with a slip: one step written with a
-wrong value that later steps then use, as a real solver's mistake propagates.
+Every sum has operands below 100 and no result is negative, so a sum can be
+worked column by column (see `column_work`).
+
+`derive` turns an expression into its steps (products first, then sums
+left to right), optionally with a slip: one step written with a wrong value
+that later steps then use, as a real solver's mistake propagates.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ def _expression(level: int, rng: random.Random) -> str:
     if level == 3:
         return f"{one()}*{one()}+{one()}*{one()}"
     if level == 4:
-        return f"{one()}*{one()}+{one()}*{one()}-{one()}"
+        return f"{one()}*{one()}+{one()}+{one()}*{one()}"
     raise ValueError(f"toy_math: unknown difficulty level {level!r}; levels are {LEVELS}")
 
 
@@ -80,6 +83,22 @@ def derive(expression: str, slips: dict[int, int] | None = None) -> list[tuple[S
     for op, term in zip(ops, terms[1:]):
         total = apply(total, op, term)
     return written
+
+
+def column_work(step: Step, value: int | None = None) -> str:
+    """The column-by-column work of a sum, e.g. 56+54 -> "6+4=10,5+5+1=11,".
+
+    Units first, then tens with the carry written out (always, as +0 or +1),
+    so each column is a lookup a small model learns like a times table.
+    Products and slipped sums (a written wrong `value`) get no column work.
+    """
+    if step.op != "+" or not (0 <= step.left < 100 and 0 <= step.right < 100):
+        return ""
+    if value is not None and value != step.value:
+        return ""
+    units = step.left % 10 + step.right % 10
+    tens = step.left // 10 + step.right // 10 + units // 10
+    return f"{step.left % 10}+{step.right % 10}={units},{step.left // 10}+{step.right // 10}+{units // 10}={tens},"
 
 
 def derivation(expression: str) -> list[Step]:

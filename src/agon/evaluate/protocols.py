@@ -8,6 +8,10 @@ the one scored (pass@1); `final_length` is the paper's reported length and
 Protocols:
   single      one pass of one policy on the plain prompt
   cascade     first policy drafts, second answers after reading summary(draft)
+              (also self-refine and the GRPO self-cascade: the same policy twice)
+  moa         untrained mixture of agents: two independent samples of one policy,
+              each then refines after reading the other's summary; the last
+              refinement is scored, every stage's tokens are counted
 Policies are adapter names, or None for the bare base model.
 """
 
@@ -16,7 +20,7 @@ from __future__ import annotations
 from .. import prompts
 from ..generate import generate
 
-PROTOCOLS = ("single", "cascade")
+PROTOCOLS = ("single", "cascade", "moa")
 
 
 def _stage(policy, completion, problem, grader) -> dict:
@@ -56,6 +60,17 @@ def run(protocol: str, policies: list, problems: list[dict], sample, fmt, grader
                                   for p, d in zip(problems, drafts)], 1)
         return [_record(p, [_stage(first, d, p, grader), _stage(second, a, p, grader)])
                 for p, d, a in zip(problems, drafts, answers)]
+    if protocol == "moa":
+        (policy,) = policies
+        plain = [fmt.plain(p) for p in problems]
+        first = sample(policy, plain, 0)
+        second = sample(policy, plain, 1)
+        refine_second = sample(policy, [fmt.with_attempt(p, prompts.summary(d.text))
+                                        for p, d in zip(problems, first)], 2)
+        refine_first = sample(policy, [fmt.with_attempt(p, prompts.summary(d.text))
+                                       for p, d in zip(problems, second)], 3)
+        return [_record(p, [_stage(policy, c, p, grader) for c in stages])
+                for p, *stages in zip(problems, first, second, refine_second, refine_first)]
     raise ValueError(f"unknown protocol {protocol!r}; known: {PROTOCOLS}")
 
 

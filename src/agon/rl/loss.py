@@ -53,3 +53,18 @@ def policy_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Te
     if max_completion_length is None:
         raise ValueError("policy_loss: dr_grpo needs max_completion_length")
     return (per_token * mask).sum() / (per_token.size(0) * max_completion_length)
+
+
+def dropped_rollouts_scale(loss_type: str, kept_tokens: int, all_tokens: int,
+                           kept_sequences: int, all_sequences: int) -> float:
+    """Factor turning the loss over kept rollouts into the loss over the whole stream.
+
+    Rollouts of dropped (zero-variance) groups have advantage 0: they add
+    nothing to the numerator but count in TRL's normaliser. Computing the
+    loss on kept rollouts only and rescaling saves their forward pass.
+    """
+    if loss_type in ("bnpo", "dapo"):
+        return kept_tokens / max(1, all_tokens)
+    if loss_type in ("grpo", "dr_grpo"):
+        return kept_sequences / max(1, all_sequences)
+    raise ValueError(f"unknown loss_type {loss_type!r}; known: {LOSS_TYPES}")

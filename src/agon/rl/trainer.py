@@ -29,7 +29,7 @@ from ..models import LoraPolicies
 from ..verify.grading import Grader
 from . import methods as methods_mod
 from .advantages import group_advantages
-from .loss import policy_loss, selective_log_softmax
+from .loss import dropped_rollouts_scale, policy_loss, selective_log_softmax
 
 
 def step_seed(seed: int, step: int, tag: str) -> int:
@@ -196,6 +196,12 @@ class Trainer:
         loss = policy_loss(logp, logp.detach(), advantages, mask, self.cfg["loss_type"],
                            self.cfg["clip_low"], self.cfg["clip_high"], ref_logp, self.cfg["beta"],
                            self.sampling["max_new_tokens"])
+        # Dropped groups still count in the normaliser, as TRL's zero-advantage
+        # rollouts do: a step with few informative groups is a small step, not
+        # one group's noise at full size.
+        loss = loss * dropped_rollouts_scale(
+            self.cfg["loss_type"], kept_tokens=int(mask.sum()), all_tokens=stats["generated_tokens"],
+            kept_sequences=len(kept), all_sequences=len(stream.completions))
         stats["loss"] = loss.item()
         return loss, stats
 

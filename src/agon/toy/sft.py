@@ -58,7 +58,7 @@ def solution(steps: list[Step], rng: random.Random, false_start_prob: float,
         if wrong is not None:
             pieces += [(f"{sep}{step.render('')}", True), (str(wrong), False), (" no", True)]
             sep = ";"
-        pieces.append((f"{sep}{step.render()}", True))
+        pieces.append((f"{sep}{toy_math.column_work(step)}{step.render()}", True))
     summary = render_summary([(s, s.value) for s in steps])
     pieces.append((f"</think>{summary}<answer>{steps[-1].value}</answer>", True))
     return pieces

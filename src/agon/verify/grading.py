@@ -13,6 +13,7 @@ class Grader:
         self.counts = {"graded": 0, "no_answer": 0, "truncated": 0}
 
     def correct(self, problem: dict, completion_text: str) -> int:
+        self.counts["graded"] += 1
         answer = prompts.extract_answer(completion_text)
         if answer is None:
             self.counts["no_answer"] += 1
@@ -23,6 +24,5 @@ class Grader:
         raise ValueError(f"no verifier for source {source!r} (problem {problem['id']!r})")
 
     def __call__(self, problem: dict, completion) -> tuple[int, int]:
-        self.counts["graded"] += 1
         self.counts["truncated"] += int(completion.truncated)
         return self.correct(problem, completion.text), int(prompts.format_ok(completion.text))
