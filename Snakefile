@@ -21,6 +21,8 @@ validate(config, "workflow config")
 
 RUN = config["run"]
 R = f"results/{RUN}"
+# Figure 7a plots the main table's rows (the first table of the config).
+FIGURE_7A_TABLE = next(iter(config["tables"]))
 
 
 include: "workflow/rules/common.smk"
@@ -34,4 +36,5 @@ include: "workflow/rules/aggregate.smk"
 rule all:
     input:
         expand(f"{R}/tables/{{table}}.{{ext}}", table=config["tables"], ext=["csv", "md"]),
+        f"{R}/report.md",
     default_target: True

@@ -66,6 +66,9 @@ def test_pipeline_produces_tables_from_records(finished_run):
                for r in cascade)
     for name in ("table3_main", "table7_ablations", "table8_density"):
         assert (results / "tables" / f"{name}.md").read_text().startswith("# Table")
+    report = (results / "report.md").read_text()
+    assert "Table 7 - ablations" in report and "figures/fig7a.png" in report
+    assert (results / "figures" / "fig7a.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_training_changed_the_adapter(finished_run):

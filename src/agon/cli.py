@@ -171,6 +171,38 @@ def cmd_table(args) -> None:
     tables.write_table(spec, args.records, Path(args.out_prefix), args.reported)
 
 
+def cmd_report(args) -> None:
+    """Figure 7a from the main table's rows, then report.md over every table."""
+    import csv
+
+    from .report import figures, reported, report
+
+    spec = _spec(args.spec)
+    out = Path(args.out)
+    rows = []
+    with open(args.figure_table) as f:
+        for r in csv.DictReader(f):
+            if r["seed"] == "mean" or r["method"].endswith("(post hoc)"):
+                continue
+            rows.append({**r, "seed": int(r["seed"]),
+                         **{k: float(r[k]) for k in ("pass_at_1", "ci_low", "ci_high", "mean_length")}})
+    paper = figures.paper_points(reported.load_reported(args.reported))
+    fig_prefix = Path(args.figure_prefix)
+    figures.pass_vs_length(rows, fig_prefix, "Figure 7a - pass@1 against mean final-stage length",
+                           reported=paper)
+    provenance = []
+    for path in sorted(args.provenance):
+        record = io.read_json(path)
+        provenance.append({"file": path, **record["provenance"]})
+    tables = {Path(p).stem: Path(p).read_text() for p in args.tables}
+    rel = lambda p: str(Path(p).resolve().relative_to(out.parent.resolve()))  # noqa: E731
+    report.write_report(out, title=f"Agon reproduction - run {spec['run']}", config=spec,
+                        tables=tables,
+                        figures={"Figure 7a: pass@1 (95% CI) against mean final-stage length; "
+                                 "hollow markers: the paper's Qwen3-0.6B numbers": rel(f"{fig_prefix}.png")},
+                        provenance=provenance, notes=spec.get("notes", []))
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="agon", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -206,6 +238,16 @@ def main(argv=None) -> None:
     p.add_argument("--reported", default=None, help="the paper's numbers (config/reported.yaml)")
     p.add_argument("--out-prefix", required=True)
     p.set_defaults(func=cmd_table)
+
+    p = sub.add_parser("report", help="Figure 7a and report.md from the tables")
+    p.add_argument("--spec", required=True, help="the whole config (JSON)")
+    p.add_argument("--tables", nargs="+", required=True, help="tables' markdown files")
+    p.add_argument("--figure-table", required=True, help="csv of the table Figure 7a plots")
+    p.add_argument("--figure-prefix", required=True)
+    p.add_argument("--reported", required=True)
+    p.add_argument("--provenance", nargs="*", default=[], help="provenance.json files of the cells")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_report)
 
     args = parser.parse_args(argv)
     try:

@@ -101,11 +101,15 @@ def table_records(wc):
             for evaluation, benchmark in table_needs(wc.table)]
 
 
-def table_cells(wc):
+def cells_of(table):
     """The evaluation directories a table reads (one per trained cell)."""
-    t = config["tables"][wc.table]
+    t = config["tables"][table]
     return sorted({os.path.dirname(records_path(model, e, seed, b)) for model in t["models"]
-                   for seed in config["seeds"] for e, b in table_needs(wc.table)})
+                   for seed in config["seeds"] for e, b in table_needs(table)})
+
+
+def table_cells(wc):
+    return cells_of(wc.table)
 
 
 def table_spec(wc):
@@ -117,3 +121,7 @@ def table_spec(wc):
         "picks": {row: picks[row] for row in t["rows"] if row in picks},
         "paper_models": {m: config["models"][m].get("paper_model") for m in t["models"]},
     })
+
+
+def all_cells(wc):
+    return sorted({cell for table in config["tables"] for cell in cells_of(table)})
