@@ -1,0 +1,98 @@
+"""Benchmark: Agon vs vanilla GRPO at matched rollouts, measured side by side.
+
+Prints seconds per training problem (goal: Agon within 1.2x of GRPO) and the
+peak memory of the adapter pair against a single adapter (goal: within 5%).
+Each configuration runs in its own fresh process (so peak RSS is its own), on
+the same base model, the same problems and the same number of rollouts per
+problem (GRPO G = 16; Agon N = 8 drafts + 8 challenges).
+
+    python benchmarks/train_speed.py [--base results/toy/models/toy/base] [--steps 6]
+
+It needs the toy base (`snakemake --cores all results/toy/models/toy/base`).
+Numbers vary with machine load: read the ratios, not the absolute seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+METHODS = {
+    "grpo": {"kind": "grpo", "group_size": 16},
+    "agon": {"kind": "pair", "group_size": 8, "mode": "adv", "exchange": "visible", "roles": "rotate"},
+}
+
+
+def run_one(base: str, method: str, steps: int, problems_per_step: int) -> dict:
+    """Train `steps` steps of one method in this process; report time and peak RSS."""
+    import torch
+    import yaml
+
+    from agon.config import load
+    from agon.data import toy_math
+    from agon.models import load_base
+    from agon.prompts import PromptFormat
+    from agon.rl.trainer import Trainer
+
+    torch.set_num_threads(1)
+    cfg = load(ROOT / "config" / "config.yaml")
+    train = {**cfg["train"], "problems_per_step": problems_per_step, "max_steps": steps,
+             "checkpoint_every": 10**6}
+    model, tok = load_base(base)
+    trainer = Trainer(model, tok, PromptFormat("toy"), train, METHODS[method], cfg["sampling"]["train"], 0)
+    problems = toy_math.generate(steps * problems_per_step, 123, levels=cfg["data"]["levels"])
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        trainer.fit(problems, Path(tmp) / "m.jsonl", Path(tmp) / "c.pt", log=lambda *_: None)
+        seconds = time.perf_counter() - t0
+    return {"method": method, "seconds_per_problem": seconds / len(problems),
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "rss_before_training_mb": rss_before / 1024, "adapters": list(trainer.adapters)}
+
+
+def ensure_base(path: str) -> str:
+    if not (Path(path) / "config.json").exists():
+        raise SystemExit(f"no toy base at {path}: build it with "
+                         "`snakemake --cores all results/toy/models/toy/base` or pass --base")
+    return path
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--base", default=str(ROOT / "results" / "toy" / "models" / "toy" / "base"))
+    ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--problems-per-step", type=int, default=8)
+    ap.add_argument("--one", help=argparse.SUPPRESS)  # internal: run one method, print JSON
+    args = ap.parse_args()
+    if args.one:
+        print(json.dumps(run_one(args.base, args.one, args.steps, args.problems_per_step)))
+        return
+    base = ensure_base(args.base)
+    results = {}
+    for method in ("grpo", "agon"):
+        out = subprocess.run([sys.executable, __file__, "--one", method, "--base", base,
+                              "--steps", str(args.steps), "--problems-per-step", str(args.problems_per_step)],
+                             capture_output=True, text=True, check=True)
+        results[method] = json.loads(out.stdout.strip().splitlines()[-1])
+    g, a = results["grpo"], results["agon"]
+    print(f"{'method':6} {'s/problem':>10} {'peak RSS MB':>12} adapters")
+    for r in (g, a):
+        print(f"{r['method']:6} {r['seconds_per_problem']:10.3f} {r['peak_rss_mb']:12.1f} {','.join(r['adapters'])}")
+    time_ratio = a["seconds_per_problem"] / g["seconds_per_problem"]
+    mem_ratio = a["peak_rss_mb"] / g["peak_rss_mb"]
+    print(f"time  Agon / GRPO = {time_ratio:.2f}x   (goal <= 1.20x)")
+    print(f"memory pair / single adapter = {mem_ratio:.3f}x   (goal <= 1.05x)")
+
+
+if __name__ == "__main__":
+    main()
