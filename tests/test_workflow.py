@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from agon.config import load as load_config
+
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.workflow
 
@@ -44,15 +46,12 @@ def test_pipeline_produces_tables_from_records(finished_run):
     methods = [r["method"] for r in rows]
     assert methods[:5] == ["zero_shot", "grpo", "self_refine", "grpo_self_cascade", "moa"]
     assert "agon" in methods and "agon (post hoc)" in methods and "coop_drafter_alone" in methods
-    cells = {"zero_shot": ("untrained", "zero_shot"), "moa": ("untrained", "moa"),
-             "grpo": ("grpo", "grpo"), "grpo_self_cascade": ("grpo", "grpo_self_cascade")}
+    config = load_config(ROOT / "config" / "test.yaml")
     for row in rows:
-        if row["method"] in cells:
-            records = _records(results, *cells[row["method"]])
-        else:  # a pick: the chosen direction's records
-            evaluation = row["selected"].split(" on ")[0]
-            records = _records(results, row["method"].split(" ")[0].removesuffix("_alone")
-                               .replace("_drafter", ""), evaluation)
+        # a pick row reads the chosen direction's records; any other row its own evaluation's
+        evaluation = row["selected"].split(" on ")[0] if row["selected"] else row["method"]
+        cell = config["evaluations"][evaluation]["method"] or "untrained"
+        records = _records(results, cell, evaluation)
         assert len(records) == n_heldout == int(row["n"])
         assert int(row["k"]) == sum(r["correct"] for r in records)
         assert float(row["ci_low"]) <= float(row["pass_at_1"]) <= float(row["ci_high"])
