@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import math
 import random
+import sys
 import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from tqdm import tqdm
 
 from .. import io, prompts
 from ..generate import generate
@@ -248,9 +250,12 @@ class Trainer:
         per_step = self.cfg["problems_per_step"]
         every = self.cfg["checkpoint_every"]
         done_here = 0
+        bar = tqdm(total=total, initial=self.step, desc=f"train {self.method['kind']}", unit="step",
+                   mininterval=10, file=sys.stderr)
         while self.step < total:
             batch = order[self.step * per_step:(self.step + 1) * per_step]
             record = self.train_step(batch, schedulers)
+            bar.update(1)
             io.append_jsonl(metrics_path, record)
             history.append(record)
             done_here += 1
@@ -260,5 +265,6 @@ class Trainer:
             if self.step % every == 0 or self.step == total or (stop_after and done_here >= stop_after):
                 self.save_checkpoint(checkpoint_path, schedulers)
             if stop_after and done_here >= stop_after and self.step < total:
-                return history
+                break
+        bar.close()
         return history
