@@ -85,7 +85,6 @@ def sequence_logps(model, completions, temperature: float, pad_id: int):
     logits = model(input_ids=ids, attention_mask=attn).logits.float()
     # TRL scales logits by the sampling temperature before the log-softmax.
     logits = logits / temperature
-    logp = torch.zeros((len(rows), T))
     mask = torch.zeros((len(rows), T))
     out_rows = []
     for i, c in enumerate(completions):
