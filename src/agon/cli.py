@@ -203,6 +203,35 @@ def cmd_report(args) -> None:
                         provenance=provenance, notes=spec.get("notes", []))
 
 
+PROVENANCE_FILES = ("provenance.json", "train_summary.json", "agon_base.json", "manifest.json")
+
+
+def find_provenance(path: Path) -> tuple[Path, dict]:
+    """The provenance block that covers `path`: its own, or that of the artifact it lies in."""
+    path = path.resolve()
+    if path.suffix == ".json" and path.exists():
+        data = io.read_json(path)
+        if isinstance(data, dict) and "provenance" in data:
+            return path, data["provenance"]
+    for folder in [path] + list(path.parents):
+        for name in PROVENANCE_FILES:
+            candidate = folder / name
+            if candidate.exists() and candidate != path:
+                data = io.read_json(candidate)
+                if "provenance" in data:
+                    return candidate, data["provenance"]
+        if folder.name == "results":
+            break
+    raise FileNotFoundError(f"no provenance found for {str(path)!r} (looked for {', '.join(PROVENANCE_FILES)} "
+                            "beside it and in the folders above, up to results/)")
+
+
+def cmd_provenance(args) -> None:
+    source, block = find_provenance(Path(args.path))
+    print(f"# provenance of {args.path} (from {source})")
+    print(json.dumps(block, indent=2, sort_keys=True))
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="agon", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -248,6 +277,10 @@ def main(argv=None) -> None:
     p.add_argument("--provenance", nargs="*", default=[], help="provenance.json files of the cells")
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("provenance", help="print where a result file came from")
+    p.add_argument("path", help="any file or folder under results/<run>/")
+    p.set_defaults(func=cmd_provenance)
 
     args = parser.parse_args(argv)
     try:

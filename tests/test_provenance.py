@@ -1,0 +1,25 @@
+import pytest
+
+from agon import io
+from agon.cli import find_provenance
+
+
+def test_finds_own_or_enclosing_provenance(tmp_path):
+    run = tmp_path / "results" / "toy"
+    cell = run / "eval" / "toy" / "agon" / "seed0"
+    records = cell / "agon_ab.heldout.jsonl"
+    io.write_jsonl(records, [{"id": "p0"}])
+    io.write_json(cell / "provenance.json", {"provenance": {"git_commit": "abc", "seed": 0}})
+    source, block = find_provenance(records)
+    assert source == (cell / "provenance.json").resolve() and block["git_commit"] == "abc"
+    # a json with its own block answers for itself
+    own = run / "data" / "manifest.json"
+    io.write_json(own, {"provenance": {"git_commit": "def"}})
+    assert find_provenance(own)[1]["git_commit"] == "def"
+    assert find_provenance(run / "data" / "heldout.jsonl")[1]["git_commit"] == "def"
+
+
+def test_no_provenance_is_a_clear_error(tmp_path):
+    (tmp_path / "results").mkdir()
+    with pytest.raises(FileNotFoundError, match="no provenance found"):
+        find_provenance(tmp_path / "results" / "x.jsonl")
