@@ -15,6 +15,7 @@ import os
 import platform
 import subprocess
 import tempfile
+import zlib
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -88,6 +89,15 @@ def stable_hash(obj: Any) -> str:
     """Content hash of a JSON-serialisable object, independent of key order."""
     blob = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def derived_seed(*parts) -> int:
+    """A 31-bit seed derived from its parts, e.g. (run seed, step, stream tag).
+
+    Every random draw is seeded this way, so a resumed or re-run job draws
+    exactly what an uninterrupted one would.
+    """
+    return zlib.crc32("/".join(map(str, parts)).encode()) & 0x7FFFFFFF
 
 
 def file_hash(path) -> str:

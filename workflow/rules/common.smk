@@ -41,6 +41,7 @@ def train_spec(wc):
         "threads": config["threads"],
     })
 
+
 UNTRAINED = "untrained"  # the evaluation cell of the bare base model (method: null)
 
 
@@ -94,18 +95,20 @@ def table_needs(table):
     return list(dict.fromkeys(needs))
 
 
-def table_records(wc):
-    t = config["tables"][wc.table]
+def records_of(table):
+    t = config["tables"][table]
     return [records_path(model, evaluation, seed, benchmark)
             for model in t["models"] for seed in config["seeds"]
-            for evaluation, benchmark in table_needs(wc.table)]
+            for evaluation, benchmark in table_needs(table)]
+
+
+def table_records(wc):
+    return records_of(wc.table)
 
 
 def cells_of(table):
     """The evaluation directories a table reads (one per trained cell)."""
-    t = config["tables"][table]
-    return sorted({os.path.dirname(records_path(model, e, seed, b)) for model in t["models"]
-                   for seed in config["seeds"] for e, b in table_needs(table)})
+    return sorted({os.path.dirname(path) for path in records_of(table)})
 
 
 def table_cells(wc):

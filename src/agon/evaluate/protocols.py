@@ -18,6 +18,7 @@ Policies are adapter names, or None for the bare base model.
 from __future__ import annotations
 
 from .. import prompts
+from ..io import derived_seed
 from ..generate import generate
 
 PROTOCOLS = ("single", "cascade", "moa")
@@ -76,10 +77,8 @@ def run(protocol: str, policies: list, problems: list[dict], sample, fmt, grader
 
 def make_sampler(model, tokenizer, sampling: dict, seed: int):
     """A `sample` callable over a PeftModel (or a bare base when it has no adapters)."""
-    import zlib
-
     def sample(policy, prompt_texts, stage):
-        stage_seed = zlib.crc32(f"{seed}/eval/{stage}".encode()) & 0x7FFFFFFF
+        stage_seed = derived_seed(seed, "eval", stage)
         if policy is None:
             if hasattr(model, "disable_adapter"):
                 with model.disable_adapter():

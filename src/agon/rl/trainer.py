@@ -18,7 +18,6 @@ import math
 import random
 import sys
 import time
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +34,7 @@ from .loss import dropped_rollouts_scale, policy_loss, selective_log_softmax
 
 
 def step_seed(seed: int, step: int, tag: str) -> int:
-    return zlib.crc32(f"{seed}/{step}/{tag}".encode()) & 0x7FFFFFFF
+    return io.derived_seed(seed, step, tag)
 
 
 @dataclass
