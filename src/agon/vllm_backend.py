@@ -1,0 +1,382 @@
+"""vLLM generation backend for paper-scale GPU runs (`generation.backend: vllm`).
+
+One vLLM engine per job: the frozen base is loaded once with LoRA enabled, and
+each trainable adapter ("A", "B") is served as a LoRA request on top of it, so
+both adapters (and the bare base, `adapter=None`) share one copy of the base
+weights and one KV cache. The trainer keeps the adapters as live peft modules;
+after every optimizer step `sync(policies)` writes each adapter in peft format
+to a fast local directory (tmpfs under /dev/shm when there is one) under a
+fresh version, and the next `sample` serves that version.
+
+API checked against the vllm-project/vllm sources (not a 0.33.0 tag: the copies
+read were recent main-branch versions, v1 engine): vllm/entrypoints/llm.py
+(`LLM(model, *, seed, dtype, gpu_memory_utilization, ..., **EngineArgs)`,
+`LLM.generate(prompts, sampling_params, *, use_tqdm, lora_request)` with one
+SamplingParams and/or LoRARequest per prompt allowed), vllm/engine/arg_utils.py
+(enable_lora, max_loras, max_lora_rank, max_cpu_loras, generation_config,
+enable_prefix_caching), vllm/sampling_params.py, vllm/outputs.py
+(RequestOutput.prompt_token_ids, CompletionOutput.token_ids / finish_reason),
+vllm/lora/request.py (`LoRARequest(lora_name, lora_int_id, lora_path)`, id > 0),
+vllm/v1/engine/llm_engine.py (`remove_lora(lora_id)`).
+
+Why a fresh name AND a fresh integer id per version:
+  * the worker caches a loaded adapter by `lora_int_id` and never re-reads the
+    path of an id it already holds (vllm/lora/worker_manager.py,
+    `LRUCacheWorkerLoRAManager.add_adapter`: "if the lora is already loaded,
+    just touch it"), so a reloaded adapter under an old id is stale;
+  * the prefix cache keys KV blocks by `lora_name`, not the id
+    (vllm/v1/core/kv_cache_utils.py `_gen_lora_extra_hash_keys`, since
+    vllm PR #27211; stale-KV reports: issues #30931, #42125), and
+    `LoRARequest.__eq__`/`__hash__` compare the name only
+    (vllm/lora/request.py), so a same-name reload could reuse the previous
+    version's KV blocks.
+Old versions are removed from the engine and their directories deleted.
+
+TRL (huggingface/trl trl/generation/vllm_generation.py, a recent main-branch copy;
+the project pins trl 1.16.0; `VLLMGeneration.sync_weights`)
+solves a different problem: one policy, so in colocate mode it merges the peft
+adapter into the base (`merge_adapter`), pushes the merged weights with
+`llm.llm_engine.model_executor.driver_worker.model_runner.model.load_weights`,
+unmerges, and calls `llm.reset_prefix_cache()`. Two adapters on one frozen base
+cannot share one merged copy, hence LoRA requests here; and because the base
+never changes, the base's prefix cache stays valid across syncs (no reset).
+
+vLLM is imported lazily, inside the class: CPU runs and tests never need it.
+The pure conversions (`sampling_params_kwargs`, `request_seeds`,
+`to_completion`, `engine_kwargs`, `AdapterVersions`) are testable without it.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import shutil
+import tempfile
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+from .generate import Completion
+from .io import derived_seed
+
+CONFIG_KEY = "generation.backend: vllm"
+GPU_ENV = "envs/gpu.yaml"
+
+# vllm/config/lora.py (0.33): `MaxLoRARanks = Literal[1, 8, 16, 32, 64, 128,
+# 256, 320, 512]`; engine's max_lora_rank must be one of these and >= every
+# adapter's r (checked when an adapter loads, vllm/lora/peft_helper.py).
+VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+
+# Keys of the `generation` config section that are ours, not vLLM engine args.
+NON_ENGINE_KEYS = ("backend", "adapter_root")
+
+
+def import_vllm():
+    """The vllm module, or an ImportError that says which config asked for it."""
+    try:
+        import vllm  # noqa: F401
+        from vllm import LLM, SamplingParams  # noqa: F401
+        from vllm.lora.request import LoRARequest  # noqa: F401
+    except ImportError as e:
+        raise ImportError(
+            f"the config sets `{CONFIG_KEY}`, but the vllm package is not importable "
+            f"here ({e}). vLLM (pinned vllm==0.33.0) is installed only by the GPU "
+            f"environment {GPU_ENV} (snakemake --sdm conda on a CUDA machine); on CPU "
+            "use `generation.backend: transformers`."
+        ) from e
+    return vllm
+
+
+# --- pure conversions -------------------------------------------------------
+
+def lora_rank_bucket(rank: int) -> int:
+    """The smallest max_lora_rank vLLM accepts that holds an adapter of rank `rank`."""
+    for allowed in VLLM_LORA_RANKS:
+        if allowed >= rank:
+            return allowed
+    raise ValueError(f"LoRA rank {rank} exceeds vLLM's largest max_lora_rank {VLLM_LORA_RANKS[-1]}")
+
+
+def engine_config(generation: dict) -> dict:
+    """The vLLM engine args of a `generation` config section (drops our own keys)."""
+    return {k: v for k, v in generation.items() if k not in NON_ENGINE_KEYS}
+
+
+def engine_kwargs(base_path: str | os.PathLike, lora_rank: int, engine: dict,
+                  max_loras: int = 2) -> dict:
+    """Keyword arguments for `vllm.LLM(**kw)` (vllm/entrypoints/llm.py, EngineArgs).
+
+    Defaults, each overridable from `engine`:
+      * enable_lora, max_loras=2 (A and B), max_lora_rank = rank rounded up to
+        vLLM's allowed set;
+      * generation_config="vllm": ignore the model's generation_config.json, so
+        no default temperature/top_k and no extra eos ids leak in; the stop
+        rule is then the transformers backend's (the tokenizer's eos only);
+      * enable_prefix_caching: group rollouts repeat one prompt.
+    """
+    kw = {
+        "model": str(base_path),
+        "tokenizer": str(base_path),
+        "enable_lora": True,
+        "max_loras": max_loras,
+        "max_lora_rank": lora_rank_bucket(lora_rank),
+        "dtype": "auto",
+        "seed": 0,
+        "generation_config": "vllm",
+        "enable_prefix_caching": True,
+    }
+    kw.update(engine_config(engine))
+    if kw["max_lora_rank"] not in VLLM_LORA_RANKS or kw["max_lora_rank"] < lora_rank:
+        raise ValueError(f"max_lora_rank={kw['max_lora_rank']} must be one of {VLLM_LORA_RANKS} "
+                         f"and at least the adapters' rank {lora_rank}")
+    if not kw["enable_lora"]:
+        raise ValueError("the vLLM backend serves the adapters as LoRA requests: enable_lora must stay true")
+    return kw
+
+
+def request_seeds(seed: int, n: int) -> list[int]:
+    """One 31-bit sampling seed per request, derived from the call's seed and the request's index.
+
+    A repeated prompt gets a different seed at each position, so a group of
+    identical prompts yields independent samples, and the same call (same seed,
+    same prompt order) draws the same seeds again.
+    """
+    return [derived_seed(seed, "vllm", i) for i in range(n)]
+
+
+def sampling_params_kwargs(sampling: dict, seed: int, stop_token_ids: Iterable[int]) -> dict:
+    """Keyword arguments for one request's `vllm.SamplingParams` (vllm/sampling_params.py).
+
+    `sampling` = {temperature, top_p, max_new_tokens}, as for the transformers
+    backend: temperature 0 is greedy; top_k is off (0) and no penalties apply.
+    Token ids come back undetokenized (`detokenize=False`): the text is decoded
+    by our tokenizer, exactly as the transformers backend decodes it.
+    """
+    greedy = sampling["temperature"] == 0
+    return {
+        "n": 1,
+        "temperature": float(sampling["temperature"]),
+        "top_p": 1.0 if greedy else float(sampling.get("top_p", 1.0)),
+        "top_k": 0,
+        "min_p": 0.0,
+        "repetition_penalty": 1.0,
+        "presence_penalty": 0.0,
+        "frequency_penalty": 0.0,
+        "max_tokens": int(sampling["max_new_tokens"]),
+        "seed": int(seed),
+        "stop_token_ids": sorted(set(stop_token_ids)),
+        "ignore_eos": False,
+        "detokenize": False,
+        "skip_special_tokens": False,
+    }
+
+
+def to_completion(prompt: str, request_output, eos_ids: Iterable[int], tokenizer) -> Completion:
+    """A `Completion` from one vLLM `RequestOutput` (vllm/outputs.py) with n=1.
+
+    Uses `prompt_token_ids` and `outputs[0].token_ids` / `.finish_reason`.
+    vLLM keeps the stop token in `token_ids` (v1 scheduler: the sampled token is
+    appended, then `check_stop` ends the request), so `completion_ids` ends with
+    eos when the model stopped on its own. The engine checks the length cap
+    before eos, so an eos sampled as the last allowed token reports
+    finish_reason "length"; it counts as stopped here, as in the transformers
+    backend (truncated = hit the cap without stopping).
+    """
+    eos_ids = set(eos_ids)
+    outputs = list(request_output.outputs)
+    if len(outputs) != 1:
+        raise ValueError(f"expected one completion per request (n=1), got {len(outputs)}")
+    out = outputs[0]
+    ids = list(out.token_ids)
+    ends_on_eos = bool(ids) and ids[-1] in eos_ids
+    if out.finish_reason == "stop":
+        truncated = False
+    elif out.finish_reason == "length":
+        truncated = not ends_on_eos
+    else:
+        raise RuntimeError(f"vLLM request did not finish normally: finish_reason={out.finish_reason!r}")
+    text_ids = ids[:-1] if ends_on_eos else ids
+    text = tokenizer.decode(text_ids, skip_special_tokens=False)
+    return Completion(prompt, text, list(request_output.prompt_token_ids), ids, truncated=truncated)
+
+
+# --- versioned adapter directories -----------------------------------------
+
+def default_adapter_root() -> Path:
+    """tmpfs when the machine has one (adapters are rewritten every step), else the temp dir."""
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK):
+        return shm / "agon-vllm"
+    return Path(tempfile.gettempdir()) / "agon-vllm"
+
+
+@dataclass(frozen=True)
+class AdapterVersion:
+    adapter: str      # our name: "A" or "B"
+    lora_name: str    # vLLM's name: unique per version (prefix-cache key)
+    lora_int_id: int  # vLLM's id: unique per version (adapter-cache key)
+    path: Path
+    owned: bool       # a directory we wrote (deleted when retired) or one we were given
+
+
+class AdapterVersions:
+    """Adapter directories under one private directory, one live version per adapter.
+
+    `publish(adapter, write)` writes a new version with `write(directory)`,
+    makes it live and returns the version it replaced (if any), whose directory
+    it has already deleted. Ids start at 1 (vLLM reserves 0 for "no LoRA") and
+    are never reused in one process.
+    """
+
+    def __init__(self, root: str | os.PathLike | None = None):
+        root = Path(root) if root is not None else default_adapter_root()
+        root.mkdir(parents=True, exist_ok=True)
+        # private per instance: two jobs on one node never share a directory
+        self.dir = Path(tempfile.mkdtemp(prefix=f"job{os.getpid()}-", dir=root))
+        self._finalizer = weakref.finalize(self, shutil.rmtree, str(self.dir), True)
+        self.live: dict[str, AdapterVersion] = {}
+        self._next_id = 1
+
+    def _new_id(self) -> int:
+        lora_id, self._next_id = self._next_id, self._next_id + 1
+        return lora_id
+
+    def publish(self, adapter: str, write: Callable[[Path], None]) -> AdapterVersion | None:
+        lora_id = self._new_id()
+        lora_name = f"{adapter}@v{lora_id}"
+        path = self.dir / f"{adapter}-v{lora_id}"
+        write(path)
+        if not (path / "adapter_model.safetensors").exists() or not (path / "adapter_config.json").exists():
+            raise FileNotFoundError(f"adapter {adapter!r}: {path} lacks adapter_model.safetensors "
+                                    "or adapter_config.json after saving")
+        return self._make_live(AdapterVersion(adapter, lora_name, lora_id, path, owned=True))
+
+    def register(self, adapter: str, path: str | os.PathLike) -> AdapterVersion | None:
+        """Serve an existing peft adapter directory as `adapter` (not copied, never deleted)."""
+        path = Path(path).resolve()
+        if not (path / "adapter_model.safetensors").exists():
+            raise FileNotFoundError(f"adapter {adapter!r}: no adapter_model.safetensors in {str(path)!r}")
+        lora_id = self._new_id()
+        return self._make_live(AdapterVersion(adapter, f"{adapter}@v{lora_id}", lora_id, path, owned=False))
+
+    def _make_live(self, version: AdapterVersion) -> AdapterVersion | None:
+        old = self.live.get(version.adapter)
+        self.live[version.adapter] = version
+        if old is not None and old.owned:
+            shutil.rmtree(old.path, ignore_errors=True)
+        return old
+
+    def close(self) -> None:
+        self.live.clear()
+        self._finalizer()
+
+
+def adapter_rank(path: str | os.PathLike) -> int:
+    """`r` of a saved peft adapter (adapter_config.json)."""
+    with open(Path(path) / "adapter_config.json") as f:
+        return int(json.load(f)["r"])
+
+
+# --- the backend ------------------------------------------------------------
+
+class VllmBackend:
+    """`Backend` over one vLLM engine: the frozen base plus adapters as LoRA requests.
+
+    base_path:    directory of the base model and its tokenizer (as models.load_base reads it)
+    tokenizer:    that tokenizer (encodes prompts, decodes completions, gives eos)
+    lora:         the training LoRA config ({rank, ...}); sets max_lora_rank
+    engine:       extra `vllm.LLM` keyword arguments from the config, e.g.
+                  {gpu_memory_utilization: 0.3, max_model_len: 4096, dtype: bfloat16}
+    adapter_root: where adapter versions are written (None: /dev/shm/agon-vllm, else temp dir)
+
+    Call `sync(policies)` once before the first `sample` that names an adapter
+    (the trainer's initial adapters), then after every optimizer step.
+    """
+
+    def __init__(self, base_path, tokenizer, lora: dict, engine: dict | None = None,
+                 adapter_root: str | os.PathLike | None = None, max_loras: int = 2):
+        import_vllm()
+        from vllm import LLM
+
+        self.tokenizer = tokenizer
+        if tokenizer.eos_token_id is None:
+            raise ValueError("the tokenizer has no eos token: completions could never stop")
+        self.eos_ids = (int(tokenizer.eos_token_id),)
+        self.versions = AdapterVersions(adapter_root)
+        self.llm = LLM(**engine_kwargs(base_path, int(lora["rank"]), engine or {}, max_loras))
+
+    @classmethod
+    def from_adapter_dirs(cls, base_path, tokenizer, adapter_dirs: dict[str, str | os.PathLike],
+                          engine: dict | None = None, adapter_root: str | os.PathLike | None = None):
+        """An engine serving saved adapters (the evaluate job's `adapter_dir/<name>/`), no LoraPolicies needed.
+
+        The rank comes from each adapter_config.json; the directories are read
+        in place and left untouched.
+        """
+        ranks = [adapter_rank(d) for d in adapter_dirs.values()] or [1]
+        backend = cls(base_path, tokenizer, {"rank": max(ranks)}, engine, adapter_root,
+                      max_loras=max(1, len(adapter_dirs)))
+        for name, d in adapter_dirs.items():
+            backend.versions.register(name, d)
+        return backend
+
+    # --- Backend protocol ---
+    def sync(self, policies) -> None:
+        """Publish every adapter of `policies` (models.LoraPolicies) as a new version; drop the old ones."""
+        for name in policies.names:
+            old = self.versions.publish(name, lambda d, name=name: policies.save(name, d))
+            if old is not None:
+                self._forget(old)
+
+    def sample(self, adapter: str | None, prompts: list[str], sampling: dict, seed: int) -> list[Completion]:
+        """One completion per prompt through `adapter` (None: the bare base)."""
+        from vllm import SamplingParams
+
+        if not prompts:
+            return []
+        lora_request = None if adapter is None else self.lora_request(adapter)
+        prompt_ids = self.tokenizer(list(prompts), add_special_tokens=False)["input_ids"]
+        params = [SamplingParams(**sampling_params_kwargs(sampling, s, self.eos_ids))
+                  for s in request_seeds(seed, len(prompts))]
+        # Token prompts (vllm.inputs.TokensPrompt): vLLM sees exactly the ids the
+        # trainer scores, with no special tokens added by a second tokenization.
+        outputs = self.llm.generate([{"prompt_token_ids": ids} for ids in prompt_ids], params,
+                                    use_tqdm=False, lora_request=lora_request)
+        if len(outputs) != len(prompts):
+            raise RuntimeError(f"vLLM returned {len(outputs)} outputs for {len(prompts)} prompts")
+        return [to_completion(p, o, self.eos_ids, self.tokenizer) for p, o in zip(prompts, outputs)]
+
+    # --- helpers ---
+    def lora_request(self, adapter: str):
+        from vllm.lora.request import LoRARequest
+
+        version = self.versions.live.get(adapter)
+        if version is None:
+            raise KeyError(f"adapter {adapter!r} is not loaded in the vLLM backend "
+                           f"(live: {sorted(self.versions.live)}); call sync(policies) first")
+        return LoRARequest(lora_name=version.lora_name, lora_int_id=version.lora_int_id,
+                           lora_path=str(version.path))
+
+    def _forget(self, version: AdapterVersion) -> None:
+        # Free the retired version's slot in the engine's CPU/GPU adapter caches
+        # (v1 LLMEngine.remove_lora(lora_id)); the LRU would evict it anyway.
+        remove = getattr(getattr(self.llm, "llm_engine", None), "remove_lora", None)
+        if remove is not None:
+            remove(version.lora_int_id)
+
+    def close(self) -> None:
+        """Release the engine and delete the adapter versions written by this backend."""
+        # vLLM shuts its engine-core process down when the LLM is garbage-collected;
+        # GPU memory is only fully returned when the process exits.
+        self.llm = None
+        gc.collect()
+        if hasattr(self, "versions"):
+            self.versions.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
