@@ -49,7 +49,7 @@ def run_one(base: str, method: str, steps: int, problems_per_step: int) -> dict:
              "checkpoint_every": 10**6}
     model, tok = load_base(base)
     trainer = Trainer(model, tok, PromptFormat("toy"), train, METHODS[method], cfg["sampling"]["train"], 0)
-    problems = toy_math.generate(steps * problems_per_step, 123, levels=cfg["data"]["levels"])
+    problems = toy_math.generate(steps * problems_per_step, 123, levels=cfg["datasets"]["toy_math"]["options"]["levels"])
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()

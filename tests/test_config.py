@@ -45,8 +45,8 @@ def test_mistyped_value_is_named(base_config):
 
 
 def test_missing_key_is_named(base_config):
-    bad = _mutated(base_config, ["data", "heldout"], None, delete=True)
-    with pytest.raises(ConfigError, match=r"missing config key\(s\) 'data.heldout'"):
+    bad = _mutated(base_config, ["datasets", "toy_math", "heldout"], None, delete=True)
+    with pytest.raises(ConfigError, match=r"missing config key\(s\) 'datasets.toy_math.heldout'"):
         validate(bad)
 
 
@@ -95,4 +95,16 @@ def test_extends_merges_mappings_and_replaces_lists(tmp_path):
 def test_picks_must_name_evaluations(base_config):
     bad = _mutated(base_config, ["picks", "agon"], ["agon_ab", "agon_cb"])
     with pytest.raises(ConfigError, match=r"picks.agon: unknown evaluation 'agon_cb'"):
+        validate(bad)
+
+
+def test_dataset_references_are_checked(base_config):
+    bad = _mutated(base_config, ["benchmarks", "heldout", "dataset"], "toy_mth")
+    with pytest.raises(ConfigError, match=r"benchmarks.heldout.dataset: unknown dataset 'toy_mth'"):
+        validate(bad)
+    bad = _mutated(base_config, ["benchmarks", "validation", "dataset"], "toy_math_easy")
+    with pytest.raises(ConfigError, match=r"benchmarks.validation: dataset 'toy_math_easy' has validation: 0"):
+        validate(bad)
+    bad = _mutated(base_config, ["models", "toy", "train_data"], "toy_math_easy")
+    with pytest.raises(ConfigError, match=r"models.toy.train_data: dataset 'toy_math_easy' has train: 0"):
         validate(bad)

@@ -265,7 +265,7 @@ def test_unreachable_hub_gives_advice(name, offline, tmp_path):
             load_source(name, {"cache_dir": str(tmp_path), **cfg})
         msg = str(err.value)
         assert (cfg.get("hub_id") or MODULES[name].SPEC.hub_id) in msg
-        assert "hub" in msg and f"data.{name}.local_path" in msg and "cache_dir" in msg
+        assert "hub" in msg and f"datasets.{name}.options.local_path" in msg and "cache_dir" in msg
 
 
 def test_local_parquet_file_and_snapshot_directories(cache, tmp_path):

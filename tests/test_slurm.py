@@ -237,7 +237,7 @@ def result_files(workdir: Path) -> dict[str, bytes]:
     provenance.json files, which name the machine, times and job ids)."""
     results = workdir / "results" / "slurm"
     files = [*(results / "tables").glob("*.csv"), *(results / "tables").glob("*.md"),
-             *(results / "eval").rglob("*.jsonl"), *(results / "data").glob("*.jsonl")]
+             *(results / "eval").rglob("*.jsonl"), *(results / "data").rglob("*.jsonl")]
     return {str(f.relative_to(results)): f.read_bytes() for f in sorted(files)}
 
 

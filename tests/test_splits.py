@@ -48,3 +48,11 @@ def test_errors_name_the_problem():
         splits.split_problems(pool, 400, 200, 0)
     with pytest.raises(ValueError, match="duplicate problem id"):
         splits.split_problems(pool + pool[:1], 10, 10, 0)
+
+
+def test_benchmark_only_dataset_takes_the_whole_pool():
+    pool = toy_math.generate(30, 3)
+    parts = splits.split_problems(pool, None, 0, seed=1, train=0)
+    assert len(parts["heldout"]) == 30 and parts["validation"] == [] and parts["train"] == []
+    with pytest.raises(ValueError, match="cannot both be null"):
+        splits.split_problems(pool, None, 0, seed=1, train=None)

@@ -38,7 +38,7 @@ def _records(results, cell, evaluation, benchmark="heldout"):
 
 def test_pipeline_produces_tables_from_records(finished_run):
     results = finished_run / "results" / "test"
-    manifest = json.loads((results / "data" / "manifest.json").read_text())
+    manifest = json.loads((results / "data" / "toy_math" / "manifest.json").read_text())
     n_heldout = manifest["splits"]["heldout"]["count"]
     assert n_heldout == 40 and len(manifest["splits"]["heldout"]["hash"]) == 16
 

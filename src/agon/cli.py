@@ -34,26 +34,36 @@ def _log(msg: str) -> None:
 
 
 def cmd_prepare(args) -> None:
-    from .data import check_problem, splits, toy_math
+    """One dataset: load its source, check every problem, draw the seeded splits, hash them."""
+    from .data import check_problem, splits
+    from .data.hub import DataSourceError
+    from .data.sources import load_source
 
     spec = _spec(args.spec)
-    if spec["source"] != "toy_math":
-        raise SystemExit(f"agon prepare: unknown data source {spec['source']!r}")
-    pool = toy_math.generate(spec["pool_size"], spec["seed"], levels=spec["levels"])
+    name = spec["name"]
+    counts: dict = {}
+    try:
+        pool = load_source(spec["source"], {"seed": spec["seed"], **spec.get("options", {})}
+                           if spec["source"] == "toy_math" else spec.get("options", {}), counts)
+    except (DataSourceError, ValueError) as e:
+        raise SystemExit(f"agon prepare: dataset {name!r}: {e}") from None
     for p in pool:
-        check_problem(p, "toy_math generator")
-    parts = splits.split_problems(pool, spec["heldout"], spec["validation"], spec["seed"], spec["train"])
+        check_problem(p, f"dataset {name!r} (source {spec['source']})")
+    try:
+        parts = splits.split_problems(pool, spec["heldout"], spec["validation"], spec["seed"], spec["train"])
+    except ValueError as e:
+        raise SystemExit(f"agon prepare: dataset {name!r} (datasets.{name}): {e}") from None
     out = Path(args.out)
-    manifest = {"source": spec["source"], "seed": spec["seed"], "splits": {},
-                "provenance": io.provenance(spec, spec["seed"])}
-    for name, problems in parts.items():
-        io.write_jsonl(out / f"{name}.jsonl", problems)
-        levels = {}
+    manifest = {"dataset": name, "source": spec["source"], "seed": spec["seed"], "filter_counts": counts,
+                "splits": {}, "provenance": io.provenance(spec, spec["seed"])}
+    for split, problems in parts.items():
+        io.write_jsonl(out / f"{split}.jsonl", problems)
+        levels: dict[str, int] = {}
         for p in problems:
             levels[str(p["difficulty"])] = levels.get(str(p["difficulty"]), 0) + 1
-        manifest["splits"][name] = {"count": len(problems), "hash": splits.split_hash(problems),
-                                    "by_difficulty": dict(sorted(levels.items()))}
-        _log(f"{name}: {len(problems)} problems, hash {manifest['splits'][name]['hash']}")
+        manifest["splits"][split] = {"count": len(problems), "hash": splits.split_hash(problems),
+                                     "by_difficulty": dict(sorted(levels.items()))}
+        _log(f"{name} {split}: {len(problems)} problems, hash {manifest['splits'][split]['hash']}")
     io.write_json(out / "manifest.json", manifest)
 
 
@@ -138,21 +148,21 @@ def cmd_evaluate(args) -> None:
     resume = Path(args.resume_dir)
     resume.mkdir(parents=True, exist_ok=True)
     summary = {}
-    for bench, problems_path in spec["benchmarks"].items():
-        problems = io.read_jsonl(problems_path)
-        for name, ev in spec["evaluations"].items():
-            done = resume / f"{name}.{bench}.jsonl"
-            if done.exists() and len(io.read_jsonl(done)) == len(problems):
-                _log(f"{name} on {bench}: reusing {done}")
-                continue
-            grader = Grader()
-            records = protocols.run(ev["protocol"], ev["policies"], problems, sample, fmt, grader)
-            for r in records:
-                r.update(evaluation=name, model=spec["model"], seed=spec["seed"], benchmark=bench)
-            io.write_jsonl(done, records)
-            k = sum(r["correct"] for r in records)
-            summary[f"{name}.{bench}"] = {"k": k, "n": len(records), "grader": grader.counts}
-            _log(f"{name} on {bench}: {k}/{len(records)} correct; grader {grader.counts}")
+    problems_of = {b: io.read_jsonl(path) for b, path in spec["benchmarks"].items()}
+    for name, bench in spec["needs"]:
+        ev, problems = spec["evaluations"][name], problems_of[bench]
+        done = resume / f"{name}.{bench}.jsonl"
+        if done.exists() and len(io.read_jsonl(done)) == len(problems):
+            _log(f"{name} on {bench}: reusing {done}")
+            continue
+        grader = Grader()
+        records = protocols.run(ev["protocol"], ev["policies"], problems, sample, fmt, grader)
+        for r in records:
+            r.update(evaluation=name, model=spec["model"], seed=spec["seed"], benchmark=bench)
+        io.write_jsonl(done, records)
+        k = sum(r["correct"] for r in records)
+        summary[f"{name}.{bench}"] = {"k": k, "n": len(records), "grader": grader.counts}
+        _log(f"{name} on {bench}: {k}/{len(records)} correct; grader {grader.counts}")
     out = Path(spec["out_dir"])
     tmp = out.with_name(out.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)

@@ -91,9 +91,21 @@ def check_references(config: dict, source: str = "config") -> None:
                             f"needs {need} policies, got {len(ev['policies'])}")
         if ev["method"] is None and any(p is not None for p in ev["policies"]):
             problems.append(f"evaluations.{name}: an untrained evaluation (method: null) has no adapters")
+    datasets = config["datasets"]
     for name, model in config["models"].items():
         if model["kind"] == "toy" and "base" not in model:
             problems.append(f"models.{name}: kind 'toy' needs a 'base' section")
+        data = model["train_data"]
+        if data not in datasets:
+            problems.append(f"models.{name}.train_data: unknown dataset {data!r} (defined: {', '.join(datasets)})")
+        elif datasets[data]["train"] == 0:
+            problems.append(f"models.{name}.train_data: dataset {data!r} has train: 0")
+    for name, bench in config["benchmarks"].items():
+        data = bench["dataset"]
+        if data not in datasets:
+            problems.append(f"benchmarks.{name}.dataset: unknown dataset {data!r} (defined: {', '.join(datasets)})")
+        elif datasets[data].get(bench["split"]) == 0:
+            problems.append(f"benchmarks.{name}: dataset {data!r} has {bench['split']}: 0 (an empty split)")
     picks = config.get("picks", {})
     for name, candidates in picks.items():
         if name in evaluations:

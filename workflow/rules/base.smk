@@ -1,11 +1,10 @@
 # The toy base model, trained from scratch (kind: toy). Held-out and validation
-# prompts are excluded from its supervised data.
+# prompts of every dataset are excluded from its supervised data.
 
 
 rule base:
     input:
-        heldout=f"{R}/data/heldout.jsonl",
-        validation=f"{R}/data/validation.jsonl",
+        unseen=unseen_splits,
     output:
         directory(f"{R}/models/{{model}}/base"),
     params:
@@ -18,5 +17,5 @@ rule base:
     conda:
         "../../envs/cpu.yaml"
     shell:
-        "agon base --spec {params.spec:q} --exclude {input.heldout} {input.validation} "
+        "agon base --spec {params.spec:q} --exclude {input.unseen} "
         "--out {output} > {log} 2>&1"

@@ -4,14 +4,36 @@ import os
 
 
 wildcard_constraints:
+    dataset="[A-Za-z0-9_]+",
     model="[A-Za-z0-9_.-]+",
     method="[A-Za-z0-9_]+",
     cell="[A-Za-z0-9_]+",
     seed="[0-9]+",
 
 
+SPLITS = ["heldout", "validation", "train"]
+
+
 def spec_json(obj):
     return json.dumps(obj, sort_keys=True)
+
+
+def split_path(dataset, split):
+    return f"{R}/data/{dataset}/{split}.jsonl"
+
+
+def benchmark_path(benchmark):
+    b = config["benchmarks"][benchmark]
+    return split_path(b["dataset"], b["split"])
+
+
+def train_data_path(wc):
+    return split_path(config["models"][wc.model]["train_data"], "train")
+
+
+def unseen_splits(wc):
+    """Every dataset's held-out and validation split: a toy base never trains on them."""
+    return [split_path(d, s) for d in config["datasets"] for s in ("heldout", "validation")]
 
 
 def base_path(model):
@@ -57,9 +79,19 @@ def records_path(model, evaluation, seed, benchmark):
     return f"{R}/eval/{model}/{cell_of(evaluation)}/seed{seed}/{evaluation}.{benchmark}.jsonl"
 
 
+def eval_needs(model, cell):
+    """(evaluation, benchmark) pairs of one cell that some table reads, in config order."""
+    needs = []
+    for table, t in config["tables"].items():
+        if model in t["models"]:
+            needs += [(e, b) for e, b in table_needs(table) if cell_of(e) == cell]
+    return list(dict.fromkeys(needs))
+
+
 def eval_inputs(wc):
     inputs = {"base": base_path(wc.model)}
-    inputs.update({b: f"{R}/data/{spec['split']}.jsonl" for b, spec in config["benchmarks"].items()})
+    benchmarks = dict.fromkeys(b for _, b in eval_needs(wc.model, wc.cell))
+    inputs.update({f"benchmark_{b}": benchmark_path(b) for b in benchmarks})
     if wc.cell != UNTRAINED:
         inputs["adapters"] = f"{R}/train/{wc.model}/{wc.cell}/seed{wc.seed}/adapters"
     return inputs
@@ -67,14 +99,16 @@ def eval_inputs(wc):
 
 def eval_spec(wc, input, output):
     method = None if wc.cell == UNTRAINED else wc.cell
+    needs = eval_needs(wc.model, wc.cell)
     return spec_json({
         **model_spec(wc.model),
         "model": wc.model,
         "cell": wc.cell,
         "adapters": adapter_names(method) if method else [],
         "adapter_dir": input.adapters if method else None,
-        "evaluations": {e: config["evaluations"][e] for e in cell_evaluations(wc.cell)},
-        "benchmarks": {b: input[b] for b in config["benchmarks"]},
+        "evaluations": {e: config["evaluations"][e] for e, _ in needs},
+        "needs": needs,
+        "benchmarks": {b: input[f"benchmark_{b}"] for _, b in needs},
         "out_dir": output[0],
         "sampling": config["sampling"]["eval"],
         "seed": int(wc.seed),

@@ -1,6 +1,7 @@
-# Problem pool and seeded splits (held-out and validation drawn before training).
-# Local on a cluster: cheap, and at paper scale it reads the hub, which compute
-# nodes often cannot reach.
+# One prepare job per dataset: its source (generated, hub, or a local copy),
+# filtered, then seeded splits (held-out and validation drawn before training)
+# with content hashes in manifest.json. Local on a cluster: cheap, and at paper
+# scale it reads the hub, which compute nodes often cannot reach.
 
 
 localrules:
@@ -9,13 +10,13 @@ localrules:
 
 rule prepare:
     output:
-        splits=expand(f"{R}/data/{{split}}.jsonl", split=["heldout", "validation", "train"]),
-        manifest=f"{R}/data/manifest.json",
+        splits=expand(f"{R}/data/{{{{dataset}}}}/{{split}}.jsonl", split=SPLITS),
+        manifest=f"{R}/data/{{dataset}}/manifest.json",
     params:
-        spec=lambda wc: spec_json(config["data"]),
+        spec=lambda wc: spec_json({"name": wc.dataset, **config["datasets"][wc.dataset]}),
         out=lambda wc, output: os.path.dirname(output.manifest),
     log:
-        f"{R}/logs/prepare.log",
+        f"{R}/logs/prepare/{{dataset}}.log",
     conda:
         "../../envs/cpu.yaml"
     shell:

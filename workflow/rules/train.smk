@@ -5,7 +5,7 @@
 rule train:
     input:
         base=lambda wc: base_path(wc.model),
-        train=f"{R}/data/train.jsonl",
+        train=train_data_path,
     output:
         adapters=directory(f"{R}/train/{{model}}/{{method}}/seed{{seed}}/adapters"),
         metrics=f"{R}/train/{{model}}/{{method}}/seed{{seed}}/metrics.jsonl",

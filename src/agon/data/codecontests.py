@@ -17,7 +17,7 @@ problem's source -- EASY..HARDEST (1-5) for CodeChef/HackerEarth-style
 gradings, the problem letter A, B, C, ... (7, 8, 9, ...) for Codeforces,
 EXTERNAL (6) for others -- so its values are NOT comparable across sources
 and not ordered as numbers. The easy split is therefore a set of enum values,
-from config (under `data.codecontests`, besides hub.COMMON_KEYS):
+from config (under `datasets.<name>.options` of a dataset with `source: codecontests`, besides hub.COMMON_KEYS):
 
     difficulties   list of enum values or names, default [1, 7] = [EASY, A]
     max_cf_rating  optional int: drop Codeforces problems rated above it

@@ -7,7 +7,7 @@ solutions are never read.
 Hard split. The paper trains on "difficulty level 8 (hard split)". We read that
 as difficulty == 8 exactly (the default, `difficulty_match: "eq"`); set
 `difficulty_match: "ge"` to read it as difficulty >= 8 (which also takes 8.5,
-9, ...). Config keys (under `data.deepmath`, besides hub.COMMON_KEYS):
+9, ...). Config keys (under `datasets.<name>.options` of a dataset with `source: deepmath`, besides hub.COMMON_KEYS):
 
     difficulty        number, default 8
     difficulty_match  "eq" (default) or "ge"

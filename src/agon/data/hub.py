@@ -43,7 +43,7 @@ from ..io import stable_hash
 
 log = logging.getLogger("agon.data")
 
-CONFIG_PREFIX = "data"  # the sources' config sections are data.<source>
+CONFIG_PREFIX = "datasets"  # a source's keys live under datasets.<name>.options
 COMMON_KEYS = ("hub_id", "hub_config", "split", "revision", "cache_dir", "local_path")
 LOCAL_BUILDERS = {".parquet": "parquet", ".jsonl": "json", ".json": "json"}
 
@@ -65,8 +65,8 @@ class SourceSpec:
     keys: tuple[str, ...] = ()      # source-specific config keys
 
     def key(self, key: str = "") -> str:
-        """How messages name a config key: "data.<source>.<key>"."""
-        return ".".join(k for k in (CONFIG_PREFIX, self.name, key) if k)
+        """How messages name a config key: "datasets.<source>.options.<key>"."""
+        return ".".join(k for k in (CONFIG_PREFIX, self.name, "options" if key else "", key) if k)
 
     def advice(self) -> str:
         return (f"set {self.key('local_path')} to a local parquet/jsonl copy of "

@@ -1,6 +1,6 @@
 """Registry of problem sources: name -> `load(cfg, counts=None) -> list[dict]`.
 
-Every loader takes its config section (`data.<name>`) and an optional `counts`
+Every loader takes its dataset's `options` (`datasets.<name>.options`) and an optional `counts`
 dict that it fills with the number of problems surviving each stage.
 """
 
@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from typing import Callable
 
-from . import codecontests, deepmath, gsm8k, math500
+from . import codecontests, deepmath, gsm8k, math500, toy_math
 from .hub import DataSourceError
 
 Loader = Callable[..., list[dict]]
 
 SOURCES: dict[str, Loader] = {
+    "toy_math": toy_math.load,
     "deepmath": deepmath.load,
     "gsm8k": gsm8k.load,
     "math500": math500.load,

@@ -14,17 +14,28 @@ from ..io import stable_hash
 SPLIT_ORDER = ("heldout", "validation", "train")
 
 
-def split_problems(problems: list[dict], heldout: int, validation: int, seed: int,
+def split_problems(problems: list[dict], heldout: int | None, validation: int, seed: int,
                    train: int | None = None) -> dict[str, list[dict]]:
+    """Held-out, then validation, then train, from one seeded shuffle of the pool.
+
+    `train=None` takes every remaining problem; `heldout=None` makes the
+    held-out set every problem not in validation or train (a pure benchmark
+    such as GSM8K's test split: `heldout: null, validation: 0, train: 0`).
+    """
     ids = [p["id"] for p in problems]
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
         raise ValueError(f"splits: duplicate problem id {dup!r} in the pool")
-    need = heldout + validation + (train or 0)
-    if need > len(problems) or heldout + validation >= len(problems):
+    if heldout is None:
+        if train is None:
+            raise ValueError("splits: heldout and train cannot both be null (all the rest)")
+        heldout = len(problems) - validation - train
+    need = heldout + validation + (train if train is not None else 1)
+    if heldout < 1 or need > len(problems):
         raise ValueError(
             f"splits: pool has {len(problems)} problems, but heldout={heldout}, "
-            f"validation={validation}, train={train} need {need} (and at least one train problem)"
+            f"validation={validation}, train={train} need {need}"
+            + (" (train: null needs at least one train problem)" if train is None else "")
         )
     # Shuffle a canonical order (sorted by id) so the input order cannot leak in.
     pool = sorted(problems, key=lambda p: p["id"])

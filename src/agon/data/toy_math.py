@@ -148,3 +148,20 @@ def generate(n: int, seed: int, levels=LEVELS, weights=None) -> list[dict]:
         if len(problems) == n:
             break
     return problems
+
+
+OPTIONS = ("pool_size", "levels", "weights")
+
+
+def load(cfg: dict, counts: dict | None = None) -> list[dict]:
+    """The `toy_math` source: `pool_size` distinct problems drawn with `seed` from `levels`."""
+    unknown = sorted(set(cfg) - set(OPTIONS) - {"seed"})
+    if unknown:
+        raise ValueError(f"toy_math: unknown option(s) {unknown} under datasets.<name>.options; "
+                         f"known: {list(OPTIONS)}")
+    if "pool_size" not in cfg:
+        raise ValueError("toy_math: datasets.<name>.options.pool_size is required")
+    pool = generate(cfg["pool_size"], cfg["seed"], levels=cfg.get("levels", LEVELS), weights=cfg.get("weights"))
+    if counts is not None:
+        counts["generated"] = len(pool)
+    return pool
