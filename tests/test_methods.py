@@ -295,39 +295,34 @@ def test_compute_parity_grpo_2N_vs_pair_N_plus_N():
 
 # --- the same checks through the real trainer.StepContext ------------------------------------------
 
-def test_pair_through_real_step_context(monkeypatch):
-    """Real StepContext, toy PromptFormat and Grader; only the model and `generate` are faked."""
-    from contextlib import contextmanager
-
+def test_pair_through_real_step_context():
+    """Real StepContext, toy PromptFormat and Grader; only the generation backend is scripted."""
     from agon.generate import Completion
     from agon.rl import trainer
     from agon.verify.grading import Grader
 
     calls = []
 
-    class Policies:
-        @contextmanager
-        def use(self, name):
-            yield f"model-{name}"
+    class ScriptedBackend:
+        """Answers by adapter: B right on even slots, A on every third."""
 
-    def fake_generate(model, tokenizer, prompt_texts, sampling, seed):
-        calls.append((model, list(prompt_texts), seed))
-        out = []
-        for i, p in enumerate(prompt_texts):
-            right = (i % 2 == 0) if model == "model-B" else (i % 3 == 0)
-            ans = "4" if right else "5"
-            text = f"<think>private{model}{i}</think>2+2={ans}<answer>{ans}</answer>"
-            out.append(Completion(p, text, [1, 2], list(range(3 + i)), False))
-        return out
+        def sample(self, adapter, prompt_texts, sampling, seed):
+            calls.append((adapter, list(prompt_texts), seed))
+            out = []
+            for i, p in enumerate(prompt_texts):
+                right = (i % 2 == 0) if adapter == "B" else (i % 3 == 0)
+                ans = "4" if right else "5"
+                text = f"<think>private{adapter}{i}</think>2+2={ans}<answer>{ans}</answer>"
+                out.append(Completion(p, text, [1, 2], list(range(3 + i)), False))
+            return out
 
-    monkeypatch.setattr(trainer, "generate", fake_generate)
     probs = [{"id": f"t{k}", "prompt": "2+2=?", "answer": "4", "source": "toy_math"} for k in range(2)]
     N = 3
     method = _pair(N=N, mode="adv", exchange="visible", roles="rotate")
-    ctx = trainer.StepContext(Policies(), None, prompts.PromptFormat("toy"), Grader(), method,
+    ctx = trainer.StepContext(None, ScriptedBackend(), prompts.PromptFormat("toy"), Grader(), method,
                               {"temperature": 1.0}, LAM, 0, 7, ("A", "B"))
     drafter, challenger = methods.pair(ctx, probs)
-    assert [c[0] for c in calls] == ["model-A", "model-B"]
+    assert [c[0] for c in calls] == ["A", "B"]
     assert calls[0][2] != calls[1][2]  # drafter and challenger draws are seeded apart
     assert calls[0][1] == [prompts.toy_plain("2+2=?")] * (N * 2)
     for d, p in zip(drafter.completions, calls[1][1]):

@@ -1,14 +1,29 @@
 """Generation backends behind one interface.
 
-`generate(model, tokenizer, prompts, sampling, seed)` returns one Completion
-per prompt (repeat a prompt to sample it several times). The transformers
-backend runs on CPU and GPU; a vLLM backend with the same signature serves
-paper-scale runs.
+A backend samples completions for named adapters of one frozen base:
+
+    backend.sample(adapter, prompts, sampling, seed) -> [Completion, ...]
+        adapter: an adapter name ("A", "B") or None for the bare base;
+        one completion per prompt (repeat a prompt to sample it several times);
+        sampling: {temperature, top_p, max_new_tokens}.
+    backend.sync(policies)
+        the adapters' weights changed (after an optimizer step, or a resume).
+
+`TransformersBackend` (CPU and GPU) samples with transformers' `generate` from
+a plain copy of the base per adapter, with that adapter's LoRA update merged
+into the weights and held in the generation precision (bf16 where the
+hardware has it): no per-token LoRA detour and no per-op casts. The copy is
+rebuilt from the live fp32 adapter after every `sync`, never merged into the
+trained model and unmerged again, so no rounding drift accumulates and a
+resumed run samples exactly what an uninterrupted one does.
+`agon.vllm_backend.VllmBackend` serves paper-scale runs with the same interface.
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 
@@ -26,16 +41,23 @@ class Completion:
         return len(self.completion_ids)
 
 
+class Backend(Protocol):
+    def sample(self, adapter: str | None, prompts: list[str], sampling: dict, seed: int) -> list[Completion]: ...
+
+    def sync(self, policies) -> None: ...
+
+
 @torch.no_grad()
 def generate(model, tokenizer, prompts: list[str], sampling: dict, seed: int,
              batch_size: int = 256) -> list[Completion]:
-    """Sample one completion per prompt with temperature / top-p from `sampling`."""
+    """Sample one completion per prompt from `model` with temperature / top-p from `sampling`."""
     torch.manual_seed(seed)
     eos = tokenizer.eos_token_id
     out: list[Completion] = []
     for start in range(0, len(prompts), batch_size):
         chunk = prompts[start:start + batch_size]
         enc = tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False)
+        enc = {k: v.to(model.device) for k, v in enc.items()}
         greedy = sampling["temperature"] == 0
         gen = model.generate(
             **enc,
@@ -56,3 +78,67 @@ def generate(model, tokenizer, prompts: list[str], sampling: dict, seed: int,
             text = tokenizer.decode([t for t in ids if t != eos], skip_special_tokens=False)
             out.append(Completion(prompt, text, prompt_ids, ids, truncated=not stopped))
     return out
+
+
+def _lora_layers(peft_model):
+    """{module path in the plain base: peft LoRA layer} of a PeftModel."""
+    from peft.tuners.lora import LoraLayer
+
+    prefix = "base_model.model."
+    return {name.removeprefix(prefix): module for name, module in peft_model.named_modules()
+            if isinstance(module, LoraLayer)}
+
+
+class TransformersBackend:
+    """transformers `generate` over merged, per-adapter copies of one base.
+
+    `model` is a PeftModel holding the adapters (training: `LoraPolicies.model`;
+    evaluation: `models.load_adapters`) or a bare base model (no adapters).
+    """
+
+    def __init__(self, model, tokenizer, dtype: torch.dtype = torch.float32):
+        self.model, self.tokenizer, self.dtype = model, tokenizer, dtype
+        self.is_peft = hasattr(model, "peft_config")
+        self._copies: dict[str | None, torch.nn.Module] = {}
+        self._stale: set[str | None] = set()
+
+    def sync(self, policies=None) -> None:
+        self._stale = set(self._copies)
+
+    def _plain_copy(self) -> torch.nn.Module:
+        if self.is_peft:
+            # The base with its LoRA layers replaced by the plain base layers.
+            plain = copy.deepcopy(self.model).unload()
+        else:
+            plain = copy.deepcopy(self.model)
+        plain.to(self.dtype).eval()
+        for p in plain.parameters():
+            p.requires_grad_(False)
+        return plain
+
+    @torch.no_grad()
+    def _merge(self, plain: torch.nn.Module, adapter: str) -> None:
+        for path, layer in _lora_layers(self.model).items():
+            if adapter not in layer.lora_A:
+                continue
+            merged = layer.get_base_layer().weight + layer.get_delta_weight(adapter)
+            plain.get_submodule(path).weight.copy_(merged.to(self.dtype))
+
+    def model_for(self, adapter: str | None) -> torch.nn.Module:
+        """The plain model that samples as `adapter` (None: the bare base)."""
+        if adapter is not None and not self.is_peft:
+            raise ValueError(f"adapter {adapter!r} requested from a model without adapters")
+        if adapter is not None and adapter not in self.model.peft_config:
+            raise ValueError(f"unknown adapter {adapter!r}; known: {sorted(self.model.peft_config)}")
+        if adapter not in self._copies:
+            self._copies[adapter] = self._plain_copy()
+            self._stale.add(adapter)
+        plain = self._copies[adapter]
+        if adapter in self._stale:
+            if adapter is not None:
+                self._merge(plain, adapter)
+            self._stale.discard(adapter)
+        return plain
+
+    def sample(self, adapter: str | None, prompts: list[str], sampling: dict, seed: int) -> list[Completion]:
+        return generate(self.model_for(adapter), self.tokenizer, prompts, sampling, seed)

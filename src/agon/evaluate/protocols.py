@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from .. import prompts
 from ..io import derived_seed
-from ..generate import generate
 
 PROTOCOLS = ("single", "cascade", "moa")
 
@@ -75,16 +74,13 @@ def run(protocol: str, policies: list, problems: list[dict], sample, fmt, grader
     raise ValueError(f"unknown protocol {protocol!r}; known: {PROTOCOLS}")
 
 
-def make_sampler(model, tokenizer, sampling: dict, seed: int):
-    """A `sample` callable over a PeftModel (or a bare base when it has no adapters)."""
+def make_sampler(backend, sampling: dict, seed: int):
+    """A `sample(policy, prompt_texts, stage)` callable over a generation backend.
+
+    Each stage draws with its own seed, derived from (seed, stage): the same
+    stage of two evaluations of one cell draws the same random numbers.
+    """
     def sample(policy, prompt_texts, stage):
-        stage_seed = derived_seed(seed, "eval", stage)
-        if policy is None:
-            if hasattr(model, "disable_adapter"):
-                with model.disable_adapter():
-                    return generate(model, tokenizer, prompt_texts, sampling, stage_seed)
-            return generate(model, tokenizer, prompt_texts, sampling, stage_seed)
-        model.set_adapter(policy)
-        return generate(model, tokenizer, prompt_texts, sampling, stage_seed)
+        return backend.sample(policy, prompt_texts, sampling, derived_seed(seed, "eval", stage))
 
     return sample

@@ -1,0 +1,48 @@
+"""Numeric precision of a job: `precision: auto | bf16 | fp32` in the config.
+
+bf16 roughly halves the cost of the toy model's matrix products on CPUs with
+native bf16 (AVX512-BF16 / AMX) and is the usual choice on GPUs; elsewhere it
+is emulated and slower, so `auto` picks bf16 only where the hardware has it.
+What bf16 touches (fp32 everywhere else, master weights and optimizer included):
+  * generation: each adapter's merged sampling copy is held in bf16;
+  * the RL loss forward and the toy base's supervised steps run under autocast,
+    with log-probabilities computed in fp32 from the logits.
+The resolved precision is recorded in every training and evaluation summary.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+
+CHOICES = ("auto", "bf16", "fp32")
+
+
+def hardware_bf16() -> bool:
+    if torch.cuda.is_available():
+        return torch.cuda.is_bf16_supported()
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
+
+
+def resolve(name: str) -> str:
+    """'bf16' or 'fp32' for a configured `precision`."""
+    if name not in CHOICES:
+        raise ValueError(f"precision: {name!r} is not one of {CHOICES}")
+    if name == "auto":
+        return "bf16" if hardware_bf16() else "fp32"
+    return name
+
+
+def dtype(resolved: str) -> torch.dtype:
+    return {"bf16": torch.bfloat16, "fp32": torch.float32}[resolved]
+
+
+def autocast(resolved: str, device: str = "cpu"):
+    """Mixed-precision context for forward passes (a no-op for fp32)."""
+    if resolved == "fp32":
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=device, dtype=torch.bfloat16)
