@@ -111,3 +111,19 @@ def aggregate_seeds(values: list[float]) -> dict:
     return {"mean": statistics.fmean(vals),
             "std": statistics.stdev(vals) if len(vals) > 1 else None,
             "min": min(vals), "max": max(vals), "n_seeds": len(vals), "values": vals}
+
+
+def seed_mean_interval(values: list[float], confidence: float = 0.95) -> tuple[float, float] | None:
+    """Student-t interval for the mean of one metric over training seeds.
+
+    Seeds are the sample (each is one training run), so the interval is
+    mean +- t_{(1+c)/2, n-1} * sd / sqrt(n): it says how well the seed mean is
+    known given run-to-run spread, not how well one run's pass@1 is (that is the
+    per-seed Clopper-Pearson interval). None for fewer than two seeds.
+    """
+    vals = [float(v) for v in values]
+    if len(vals) < 2:
+        return None
+    mean = statistics.fmean(vals)
+    half = float(_st.t.ppf(0.5 + confidence / 2, len(vals) - 1)) * statistics.stdev(vals) / len(vals) ** 0.5
+    return mean - half, mean + half

@@ -1,0 +1,131 @@
+"""Figure 7b: held-out pass@1 of adapter snapshots taken during training.
+
+One `curve` job per (model, figure row, seed). A row is an evaluation (e.g.
+`grpo`, `self_refine`) or a pick (e.g. `agon`: the better of agon_ab / agon_ba).
+Its points, all on the same fixed subset (the first `problems` problems of the
+benchmark split, which is itself a seeded draw):
+
+  step 0        the untrained base on the plain prompt (the `step0` evaluation,
+                zero_shot): the common first point of every line, read from that
+                evaluation's records (no new sampling).
+  snapshots     each adapter snapshot the training job saved every
+                `train.snapshot_every` steps (train/<model>/<method>/seed<s>/snapshots/
+                step<k>/), evaluated here with the row's protocol through the same
+                `protocols.run` and `protocols.make_sampler` as `agon evaluate`.
+  final step    the trained adapters: the row's records from the cell's own
+                evaluation job, restricted to the subset (no new sampling).
+
+Direction rule for a pick: the candidate the tables pick, i.e. the better pass@1
+on `select_on` (validation) of the FINAL adapters, ties to the first listed; the
+same direction is used at every snapshot. Only the `select_on` records are read
+for the choice, never the figure's benchmark.
+
+Output: one JSON line per point {row, evaluation, model, seed, step, k, n,
+source, records: [{id, correct, final_length}]}.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .. import io
+from ..report import tables
+
+
+def subset(problems: list[dict], n: int) -> list[dict]:
+    if n > len(problems):
+        raise ValueError(f"curve: figure asks for {n} problems but the benchmark split has {len(problems)}")
+    return problems[:n]
+
+
+def restrict(records: list[dict], ids: list, where: str) -> list[dict]:
+    """`records` of exactly the problems `ids`, in that order (an absent id is an error)."""
+    by_id = {r["id"]: r for r in records}
+    missing = [i for i in ids if i not in by_id]
+    if missing:
+        raise ValueError(f"curve: {where} has no records for {len(missing)} subset problem(s), e.g. {missing[:3]}")
+    return [by_id[i] for i in ids]
+
+
+def choose_evaluation(spec: dict) -> tuple[str, str | None]:
+    """(evaluation, how it was chosen) of the row; a pick reads only `select_on` records."""
+    if not spec.get("candidates"):
+        return spec["evaluation"], None
+    select_on = spec["select_on"]
+    files = [str(Path(spec["eval_dir"]) / f"{c}.{select_on}.jsonl") for c in spec["candidates"]]
+    index = tables.index_records(files)
+    chosen = tables.pick(index, spec["model"], spec["candidates"], spec["seed"], select_on)
+    return chosen, f"{chosen} on {select_on}"
+
+
+def point(spec: dict, evaluation: str, step: int, records: list[dict], source: str,
+          selected: str | None) -> dict:
+    return {"row": spec["row"], "evaluation": evaluation, "model": spec["model"], "seed": spec["seed"],
+            "step": step, "k": sum(int(r["correct"]) for r in records), "n": len(records), "source": source,
+            "selected": selected,
+            "records": [{"id": r["id"], "correct": int(r["correct"]), "final_length": r["final_length"]}
+                        for r in records]}
+
+
+def snapshot_steps(snapshots_dir) -> list[int]:
+    manifest = Path(snapshots_dir) / "snapshots.json"
+    if not manifest.exists():
+        return []
+    return [int(s) for s in io.read_json(manifest)["steps"]]
+
+
+def make_sample(spec: dict, adapter_dirs: dict[str, str], seed: int):
+    """(sample, fmt) over the base with `adapter_dirs` loaded, built as `agon evaluate` builds
+    its sampler (cli.cmd_evaluate: model, precision, generation backend, make_sampler)."""
+    from .. import precision
+    from ..cli import _load_model
+    from ..generate import TransformersBackend
+    from ..models import load_adapters
+    from . import protocols
+
+    base, tokenizer, fmt = _load_model(spec)
+    model = load_adapters(base, adapter_dirs) if adapter_dirs else base
+    resolved = precision.resolve(spec.get("precision", "fp32"))
+    backend = TransformersBackend(model, tokenizer, precision.dtype(resolved))
+    return protocols.make_sampler(backend, spec["sampling"], seed), fmt
+
+
+def run_curve(spec: dict, log=print, sampler_factory=make_sample) -> list[dict]:
+    from ..verify.grading import Grader
+    from . import protocols
+
+    bench = spec["benchmark"]
+    problems = subset(io.read_jsonl(spec["benchmark_path"]), spec["problems"])
+    ids = [p["id"] for p in problems]
+    evaluation, selected = choose_evaluation(spec)
+    ev = spec["evaluations"][evaluation]
+    step0 = spec["step0"]
+    first = io.read_jsonl(Path(step0["eval_dir"]) / f"{step0['evaluation']}.{bench}.jsonl")
+    points = [point(spec, step0["evaluation"], 0, restrict(first, ids, step0["evaluation"]),
+                    f"untrained base ({step0['evaluation']} records)", None)]
+    total = int(io.read_json(Path(spec["adapter_dir"]) / "train_summary.json")["steps"])
+    for step in snapshot_steps(spec["snapshots"]):
+        if not 0 < step < total:
+            continue
+        dirs = {a: str(Path(spec["snapshots"]) / f"step{step}" / a) for a in spec["adapters"]}
+        sample, fmt = sampler_factory(spec, dirs, io.derived_seed(spec["seed"], "curve", step))
+        grader = Grader()
+        records = protocols.run(ev["protocol"], ev["policies"], problems, sample, fmt, grader)
+        points.append(point(spec, evaluation, step, records, "snapshot", selected))
+        log(f"{spec['row']} step {step}/{total}: {points[-1]['k']}/{len(records)} correct")
+    final = io.read_jsonl(Path(spec["eval_dir"]) / f"{evaluation}.{bench}.jsonl")
+    points.append(point(spec, evaluation, total, restrict(final, ids, evaluation),
+                        "final adapters (evaluation records)", selected))
+    io.write_jsonl(spec["out"], points)
+    return points
+
+
+def load_points(paths: list[str]) -> list[dict]:
+    """Every point of the curve files, for figures.training_curves (method = the row)."""
+    out = []
+    for path in paths:
+        for p in io.read_jsonl(path):
+            out.append({"method": p["row"], "model": p["model"], "seed": p["seed"], "step": p["step"],
+                        "k": p["k"], "n": p["n"], "evaluation": p["evaluation"], "source": p["source"],
+                        "selected": p.get("selected") or ""})
+    return out

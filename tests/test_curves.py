@@ -1,0 +1,83 @@
+"""Figure 7b's curve job on fixed files: which records each point reads, and the pick rule."""
+
+from pathlib import Path
+
+import pytest
+
+from agon import io
+from agon.evaluate import curves
+
+
+def _recs(evaluation, bench, correct, ids=None):
+    ids = ids or [f"p{i}" for i in range(len(correct))]
+    return [{"id": i, "evaluation": evaluation, "model": "toy", "seed": 0, "benchmark": bench, "correct": c,
+             "final_length": 3, "total_tokens": 6} for i, c in zip(ids, correct)]
+
+
+@pytest.fixture
+def cell(tmp_path):
+    problems = [{"id": f"p{i}", "prompt": f"q{i}", "answer": "1", "difficulty": 3} for i in range(6)]
+    io.write_jsonl(tmp_path / "heldout.jsonl", problems)
+    untrained, evals, train = tmp_path / "untrained", tmp_path / "eval", tmp_path / "train"
+    io.write_jsonl(untrained / "zero_shot.heldout.jsonl", _recs("zero_shot", "heldout", [1, 0, 0, 0, 0, 1]))
+    # validation prefers B->A; held-out would prefer A->B: the curve must follow validation
+    io.write_jsonl(evals / "agon_ab.validation.jsonl", _recs("agon_ab", "validation", [0, 0, 1]))
+    io.write_jsonl(evals / "agon_ba.validation.jsonl", _recs("agon_ba", "validation", [1, 1, 0]))
+    io.write_jsonl(evals / "agon_ab.heldout.jsonl", _recs("agon_ab", "heldout", [1, 1, 1, 1, 1, 1]))
+    io.write_jsonl(evals / "agon_ba.heldout.jsonl", _recs("agon_ba", "heldout", [1, 1, 0, 0, 1, 1]))
+    io.write_json(train / "adapters" / "train_summary.json", {"steps": 6})
+    io.write_json(train / "snapshots" / "snapshots.json", {"every": 2, "steps": [2, 4], "total_steps": 6})
+    return {"row": "agon", "model": "toy", "seed": 0, "evaluation": None, "candidates": ["agon_ab", "agon_ba"],
+            "select_on": "validation",
+            "evaluations": {"agon_ab": {"method": "agon", "protocol": "cascade", "policies": ["A", "B"]},
+                            "agon_ba": {"method": "agon", "protocol": "cascade", "policies": ["B", "A"]}},
+            "adapters": ["A", "B"], "benchmark": "heldout", "benchmark_path": str(tmp_path / "heldout.jsonl"),
+            "problems": 4, "snapshots": str(train / "snapshots"), "adapter_dir": str(train / "adapters"),
+            "eval_dir": str(evals), "step0": {"evaluation": "zero_shot", "eval_dir": str(untrained)},
+            "out": str(tmp_path / "curve.jsonl")}
+
+
+def test_curve_points_and_direction(cell, monkeypatch):
+    from agon.evaluate import protocols
+
+    calls = []
+
+    def factory(spec, dirs, seed):
+        calls.append((sorted(dirs.items()), seed))
+        return f"sampler{len(calls)}", "fmt"
+
+    def fake_run(protocol, policies, problems, sample, fmt, grader):
+        assert (protocol, policies, fmt) == ("cascade", ["B", "A"], "fmt")    # the validation pick: B->A
+        step = {"sampler1": 2, "sampler2": 4}[sample]
+        return [{"id": p["id"], "correct": int(i < step // 2), "final_length": 5} for i, p in enumerate(problems)]
+
+    monkeypatch.setattr(protocols, "run", fake_run)
+    points = curves.run_curve(cell, log=lambda m: None, sampler_factory=factory)
+    assert [(p["step"], p["k"], p["n"], p["evaluation"]) for p in points] == [
+        (0, 1, 4, "zero_shot"), (2, 1, 4, "agon_ba"), (4, 2, 4, "agon_ba"), (6, 2, 4, "agon_ba")]
+    assert [p["source"] for p in points] == ["untrained base (zero_shot records)", "snapshot", "snapshot",
+                                             "final adapters (evaluation records)"]
+    assert all(p["selected"] == "agon_ba on validation" for p in points[1:])
+    assert [r["id"] for r in points[-1]["records"]] == ["p0", "p1", "p2", "p3"]      # the subset only
+    snap = Path(cell["snapshots"])
+    assert calls[0][0] == [("A", str(snap / "step2" / "A")), ("B", str(snap / "step2" / "B"))]
+    assert calls[0][1] != calls[1][1]                    # each snapshot samples with its own seed
+    assert io.read_jsonl(cell["out"]) == points
+    loaded = curves.load_points([cell["out"]])
+    assert [(p["method"], p["step"], p["k"]) for p in loaded] == [("agon", 0, 1), ("agon", 2, 1), ("agon", 4, 2),
+                                                                ("agon", 6, 2)]
+
+
+def test_curve_pick_never_reads_heldout(cell):
+    Path(cell["eval_dir"], "agon_ab.heldout.jsonl").unlink()   # the non-chosen direction's held-out
+    assert curves.choose_evaluation(cell) == ("agon_ba", "agon_ba on validation")
+    Path(cell["eval_dir"], "agon_ba.validation.jsonl").unlink()
+    with pytest.raises(FileNotFoundError):
+        curves.choose_evaluation(cell)
+
+
+def test_curve_subset_checks(cell):
+    with pytest.raises(ValueError, match="asks for 9 problems but the benchmark split has 6"):
+        curves.run_curve({**cell, "problems": 9}, sampler_factory=None)
+    with pytest.raises(ValueError, match="no records for 1 subset problem"):
+        curves.restrict(_recs("x", "heldout", [1]), ["p0", "p7"], "x")
