@@ -1,6 +1,7 @@
 # agon-repro: the Agon paper as a Snakemake pipeline.
 #   snakemake --cores all                                  embedded default (toy world, CPU)
 #   snakemake --cores all --configfile config/test.yaml    minutes-scale test matrix
+#   snakemake --cores 1 clean_checkpoints                  drop finished cells' resumable state
 # Outputs: results/<run>/ (see README.md for the target patterns).
 
 import sys
@@ -31,6 +32,7 @@ include: "workflow/rules/base.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/aggregate.smk"
+include: "workflow/rules/clean.smk"
 
 
 rule all:

@@ -88,6 +88,25 @@ def test_rerun_has_nothing_to_do(finished_run):
     assert "Nothing to be done" in proc.stdout + proc.stderr
 
 
+def test_clean_checkpoints_keeps_results_valid(finished_run):
+    """`snakemake clean_checkpoints` drops finished cells' resumable state; nothing reruns after it."""
+    results = finished_run / "results" / "test"
+    states = sorted(p.parent for p in (results / "checkpoints").glob("*/*/seed*/checkpoint.pt"))
+    trained = list((results / "train").glob("*/*/seed*/adapters"))
+    assert trained and len(states) == len(trained), states  # one per training cell
+    # the state of a cell that has not finished (killed, or running now) must stay
+    unfinished = results / "checkpoints" / "toy" / "unfinished_cell" / "seed0"
+    shutil.copytree(states[0], unfinished)
+    snakemake(finished_run, "clean_checkpoints", "--configfile", str(ROOT / "config" / "test.yaml"))
+    assert not any(s.exists() for s in states) and (unfinished / "checkpoint.pt").exists()
+    log = (results / "logs" / "clean_checkpoints.log").read_text()
+    assert f"removed the state of {len(states)} finished cells" in log and "kept 1" in log, log
+    assert "kept results/test/checkpoints/toy/unfinished_cell/seed0: the cell has not finished" in log
+    shutil.rmtree(unfinished.parent)
+    proc = snakemake(finished_run, "--configfile", str(ROOT / "config" / "test.yaml"), "-n")
+    assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
 def test_tables_rebuild_without_training(finished_run):
     tables = finished_run / "results" / "test" / "tables"
     before = (tables / "table3_main.csv").read_text()
@@ -105,3 +124,81 @@ def test_bad_config_names_the_key(tmp_path):
     proc = snakemake(tmp_path, "--configfile", str(bad), "-n", check=False)
     assert proc.returncode != 0
     assert "unknown config key 'train.problem_per_step'" in proc.stdout + proc.stderr
+
+def _cells(config, table):
+    """The evaluation cells (trained method, or the untrained base) a table's rows read."""
+    picks = config.get("picks", {})
+    evaluations = [e for row in config["tables"][table].get("rows", []) for e in picks.get(row, [row])
+                   if e in config["evaluations"]]
+    return {config["evaluations"][e]["method"] or "untrained" for e in evaluations}
+
+
+def _manifest(path):
+    manifest = json.loads(path.read_text())
+    manifest["provenance"].pop("git_commit")  # differs only if someone commits between the runs
+    return manifest
+
+
+def test_same_config_reproduces_splits_and_tables(finished_run, tmp_path):
+    """Same config, same machine: the splits byte for byte, and the cheapest table with a
+    trained cell, rebuilt from scratch in a second work dir, from identical records."""
+    config = load_config(ROOT / "config" / "test.yaml")
+    trained = [t for t in config["tables"] if _cells(config, t) - {"untrained"}]
+    table = min(trained, key=lambda t: (len(_cells(config, t)), t))
+    snakemake(tmp_path, f"results/test/tables/{table}.csv", "--configfile", str(ROOT / "config" / "test.yaml"))
+    first, second = finished_run / "results" / "test", tmp_path / "results" / "test"
+
+    splits = sorted(p.relative_to(first) for p in (first / "data").rglob("*.jsonl"))
+    assert splits and splits == sorted(p.relative_to(second) for p in (second / "data").rglob("*.jsonl"))
+    for rel in splits:
+        assert (first / rel).read_bytes() == (second / rel).read_bytes(), f"{rel} differs between runs"
+    manifests = sorted(p.relative_to(first) for p in (first / "data").rglob("manifest.json"))
+    assert manifests
+    for rel in manifests:
+        assert _manifest(first / rel) == _manifest(second / rel), f"{rel} differs between runs"
+
+    records = sorted(p.relative_to(second) for p in (second / "eval").rglob("*.jsonl"))
+    assert _cells(config, table) <= {rel.parts[2] for rel in records}  # eval/<model>/<cell>/seed<s>/
+    for rel in records:
+        assert (first / rel).read_bytes() == (second / rel).read_bytes(), f"{rel}: records differ between runs"
+    outputs = sorted(p.name for p in (second / "tables").glob(f"{table}.*"))
+    assert {f"{table}.csv", f"{table}.md"} <= set(outputs)
+    for name in outputs:
+        a, b = (r / "tables" / name for r in (first, second))
+        assert a.read_text() == b.read_text(), f"{name} differs between runs"
+    rows = list(csv.DictReader(open(second / "tables" / f"{table}.csv")))
+    assert any(r["n"] and r["ci_high"] for r in rows), rows  # numbers, not only absent rows
+
+
+def test_code_domain_table6(finished_run):
+    """Table 6, the toy code domain: its own base and only the cells the table reads, every
+    program graded in the sandbox (outcomes counted apart), the paper's numbers beside ours."""
+    results = finished_run / "results" / "test"
+    config = load_config(ROOT / "config" / "test.yaml")
+    manifest = json.loads((results / "data" / "toy_code" / "manifest.json").read_text())
+    n = manifest["splits"]["heldout"]["count"]
+    assert n == 12 and set(manifest["splits"]["heldout"]["by_difficulty"]) <= {"1", "2", "3", "4"}
+    assert (results / "models" / "toy_code" / "base" / "agon_base.json").exists()
+
+    rows = list(csv.DictReader(open(results / "tables" / "table6_code.csv")))
+    assert [r["method"] for r in rows if not r["method"].endswith("(post hoc)")] == ["zero_shot", "grpo", "coop", "agon"]
+    for row in rows:
+        evaluation = row["selected"].split(" on ")[0] if row["selected"] else row["method"]
+        cell = config["evaluations"][evaluation]["method"] or "untrained"
+        path = results / "eval" / "toy_code" / cell / "seed0" / f"{evaluation}.code_heldout.jsonl"
+        records = [json.loads(line) for line in open(path)]
+        assert row["model"] == "toy_code" and len(records) == n == int(row["n"])
+        assert int(row["k"]) == sum(r["correct"] for r in records)
+    agon = next(r for r in rows if r["method"] == "agon")
+    assert float(agon["paper_pass_at_1"]) == 34.0 and agon["selected"].endswith("on code_validation")
+    # the workflow derives the cells from the tables: only Table 6's run for the code model
+    assert sorted(p.name for p in (results / "train" / "toy_code").iterdir()) == ["agon", "coop", "grpo"]
+    assert sorted(p.name for p in (results / "eval" / "toy_code").iterdir()) == ["agon", "coop", "grpo", "untrained"]
+
+    # the code path ran for real: programs reached the sandbox, and the harness never failed
+    evaluated = json.loads((results / "eval/toy_code/untrained/seed0/provenance.json").read_text())["summary"]
+    counts = evaluated["zero_shot.code_heldout"]["grader"]
+    assert counts["graded"] == n and counts.get("harness_error", 0) == 0
+    trained = json.loads((results / "train/toy_code/grpo/seed0/adapters/train_summary.json").read_text())["grader"]
+    assert trained["programs"] > 0 and trained.get("sandbox_runs", 0) > 0 and trained.get("harness_error", 0) == 0
+    assert "Table 6 - code domain" in (results / "report.md").read_text()

@@ -98,6 +98,40 @@ def _load_model(spec: dict):
     return base, tokenizer, PromptFormat(spec["prompt_style"], tokenizer)
 
 
+EXIT_TERMINATED = 143  # 128 + SIGTERM: what the shell reports for a job SIGTERM killed
+
+
+def _resume_key(spec: dict, train_path: str) -> dict:
+    """What a checkpoint must have been written under to be resumed: spec, train split, base files."""
+    base = Path(spec["base_path"])
+    files = sorted(base.rglob("*")) if base.is_dir() else []
+    return {"spec": io.stable_hash(spec), "train": io.file_hash(train_path),
+            "base": io.stable_hash([[str(f.relative_to(base)), f.stat().st_size, f.stat().st_mtime_ns]
+                                    for f in files if f.is_file()]),
+            "finished": False}
+
+
+def _check_resume_key(ckpt_dir: Path, key: dict) -> None:
+    """Drop a checkpoint that this job must not resume from, saying why.
+
+    Only an unfinished run of the same spec, train split and base resumes: a
+    rerun after a config change, a rebuilt base, or --forcerun of a finished
+    cell trains afresh instead of reloading the old final state.
+    """
+    key_path, ckpt = ckpt_dir / "resume_key.json", ckpt_dir / "checkpoint.pt"
+    if ckpt.exists():
+        old = io.read_json(key_path) if key_path.exists() else None
+        if old != key:
+            why = ("it has no resume_key.json" if old is None else
+                   "its run had finished" if old.get("finished") else
+                   "it was written for another " + ", ".join(k for k in ("spec", "train", "base")
+                                                            if old.get(k) != key[k]))
+            _log(f"not resuming from {ckpt}: {why}; training from step 0")
+            ckpt.unlink()
+            (ckpt_dir / "metrics.jsonl").unlink(missing_ok=True)
+    io.write_json(key_path, key)
+
+
 def cmd_train(args) -> None:
     from .rl.trainer import Trainer
 
@@ -108,11 +142,18 @@ def cmd_train(args) -> None:
     trainer = Trainer(base, tokenizer, fmt, spec["train"], spec["method"], spec["sampling"], spec["seed"])
     ckpt_dir = Path(args.checkpoint_dir)
     ckpt_dir.mkdir(parents=True, exist_ok=True)
+    key = _resume_key(spec, args.train)
+    _check_resume_key(ckpt_dir, key)
     metrics = Path(args.metrics)
     t0 = time.time()
     trainer.fit(problems, ckpt_dir / "metrics.jsonl", ckpt_dir / "checkpoint.pt", log=_log,
                 stop_after=args.stop_after)
-    if args.stop_after and trainer.step < trainer.plan(problems)[1]:
+    total = trainer.plan(problems)[1]
+    if trainer.terminated and trainer.step < total:
+        # Slurm's warning before SIGKILL (preemption, time limit): fail, so the retry resumes.
+        _log(f"terminated by SIGTERM at step {trainer.step}/{total}; rerun to resume from the checkpoint")
+        sys.exit(EXIT_TERMINATED)
+    if args.stop_after and trainer.step < total:
         _log(f"stopped after {args.stop_after} steps (checkpoint kept for resume)")
         sys.exit(3)
     out = Path(args.out)
@@ -124,6 +165,7 @@ def cmd_train(args) -> None:
         "adapters": list(trainer.adapters), "steps": trainer.step, "seconds": round(time.time() - t0, 1),
         "grader": trainer.grader.counts, "provenance": io.provenance(spec, spec["seed"]),
     })
+    io.write_json(ckpt_dir / "resume_key.json", {**key, "finished": True})
 
 
 def cmd_evaluate(args) -> None:

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import math
 import random
+import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,6 +95,17 @@ def sequence_logps(model, completions, temperature: float, pad_id: int):
         mask[i, :n] = 1
     logp = torch.stack([torch.nn.functional.pad(r, (0, T - r.numel())) for r in out_rows])
     return logp, mask
+
+
+def on_sigterm(callback):
+    """Call `callback` on SIGTERM instead of dying; returns a function that restores the old handler.
+
+    Only the main thread may set signal handlers; elsewhere this does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: callback())
+    return lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 def linear_schedule(total_steps: int, warmup_ratio: float):
@@ -236,6 +249,10 @@ class Trainer:
 
         `stop_after` ends the process early after that many steps in this call
         (used to test resumption); the checkpoint is written first.
+
+        SIGTERM (what Slurm sends before it kills a preempted or timed-out job)
+        lets the current step finish, writes the checkpoint and returns early with
+        `self.terminated` set: the caller exits non-zero, and the retry resumes.
         """
         order, total = self.plan(problems)
         schedulers = self._schedulers(total)
@@ -250,19 +267,28 @@ class Trainer:
         done_here = 0
         bar = tqdm(total=total, initial=self.step, desc=f"train {self.method['kind']}", unit="step",
                    mininterval=10, file=sys.stderr)
-        while self.step < total:
-            batch = order[self.step * per_step:(self.step + 1) * per_step]
-            record = self.train_step(batch, schedulers)
-            bar.update(1)
-            io.append_jsonl(metrics_path, record)
-            history.append(record)
-            done_here += 1
-            summary = " ".join(f"{k} r={v['reward']:.2f} pass={v['pass_rate']:.2f} len={v['mean_length']:.0f}"
-                               for k, v in record["streams"].items())
-            log(f"step {self.step}/{total} {summary} ({record['seconds']:.1f}s)")
-            if self.step % every == 0 or self.step == total or (stop_after and done_here >= stop_after):
-                self.save_checkpoint(checkpoint_path, schedulers)
-            if stop_after and done_here >= stop_after and self.step < total:
-                break
+        self.terminated = False
+        restore_sigterm = on_sigterm(lambda: setattr(self, "terminated", True))
+        try:
+            while self.step < total:
+                batch = order[self.step * per_step:(self.step + 1) * per_step]
+                record = self.train_step(batch, schedulers)
+                bar.update(1)
+                io.append_jsonl(metrics_path, record)
+                history.append(record)
+                done_here += 1
+                summary = " ".join(
+                    f"{k} r={v['reward']:.2f} pass={v['pass_rate']:.2f} len={v['mean_length']:.0f}"
+                    for k, v in record["streams"].items())
+                log(f"step {self.step}/{total} {summary} ({record['seconds']:.1f}s)")
+                stop = self.terminated or bool(stop_after and done_here >= stop_after)
+                if self.step % every == 0 or self.step == total or stop:
+                    self.save_checkpoint(checkpoint_path, schedulers)
+                if stop and self.step < total:
+                    if self.terminated:
+                        log(f"SIGTERM: stopped after step {self.step}/{total}, checkpoint written")
+                    break
+        finally:
+            restore_sigterm()
         bar.close()
         return history
