@@ -3,9 +3,25 @@
 A completion has the paper's shape:
     <think> private reasoning </think> summary <answer> final answer </answer>
 
-`summary()` is what a rival gets to read: the text AFTER the reasoning block,
-with the answer block withheld (the paper's "precaution against copying").
-The raw reasoning trace is never shown to a rival.
+What is public. The reasoning block is private; everything after the LAST
+`</think>` is public, up to a `<think>` reopened there and never closed. A
+completion that opened `<think>` and never closed it has no public part (it
+was cut off, or never stopped thinking). A completion with no reasoning tags
+at all (a chat model that ignored the format) has nothing private: all of it
+is public.
+
+`summary()` is what a rival gets to read: the public part with every answer
+block withheld (the paper's "precaution against copying"), and with any
+unterminated `<answer>` or `<think>` tail cut off. The raw reasoning trace is
+never shown to a rival.
+
+`extract_answer()` reads the answer from the public part only: the content of
+its last complete answer block (innermost, when blocks nest), stripped and
+otherwise untouched (`\\boxed{...}` inside the block is left to the verifier;
+math-verify reads it, the exact toy verifier accepts bare integers only).
+
+Chat models (prompt_style "chat") get the paper's instructions through the
+tokenizer's chat template; see `PromptFormat` for the two thinking modes.
 """
 
 from __future__ import annotations
@@ -15,7 +31,10 @@ import re
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 ANSWER_OPEN, ANSWER_CLOSE = "<answer>", "</answer>"
 
-_ANSWER_RE = re.compile(re.escape(ANSWER_OPEN) + r"(.*?)" + re.escape(ANSWER_CLOSE), re.S)
+# A complete answer block whose content holds no other opener: the innermost
+# block when blocks nest, and the first closer after its opener.
+_ANSWER_RE = re.compile(
+    re.escape(ANSWER_OPEN) + r"((?:(?!" + re.escape(ANSWER_OPEN) + r").)*?)" + re.escape(ANSWER_CLOSE), re.S)
 _FORMAT_RE = re.compile(
     r"^\s*<think>(?P<think>(?:(?!<think>|</think>).)*)</think>"
     r"(?P<summary>(?:(?!<think>|</think>|<answer>|</answer>).)*)"
@@ -39,11 +58,27 @@ CHAT_WITH_ATTEMPT = (
     "paraphrase it: verify it, solve the problem independently, and where the attempt "
     "is wrong, get it right.\n\nAttempt:\n{attempt}"
 )
+# What a chat challenger reads when the rival's draft has no summary (it never
+# closed its reasoning, or wrote nothing after it). The toy shows an empty "R:".
+CHAT_EMPTY_ATTEMPT = "(the attempt ended without a summary)"
+
+THINKING_MODES = ("native", "instructed")
+
+# A reasoning block the chat template itself opened (Qwen3.5/R1-style `<think>\n`)
+# or opened and closed empty (Qwen3 with enable_thinking=False) at the very end
+# of the generation prompt.
+_PREFILLED_THINK_RE = re.compile(r"<think>\s*(?:</think>\s*)?$")
+
+
+def public_part(completion: str) -> str:
+    """What is not private reasoning: the text after the last `</think>` (the whole
+    text when there is none), cut at a `<think>` opened there and never closed."""
+    return completion.split(THINK_CLOSE)[-1].split(THINK_OPEN)[0]
 
 
 def extract_answer(completion: str) -> str | None:
-    """Content of the LAST answer block, stripped; None when there is none."""
-    found = _ANSWER_RE.findall(completion)
+    """Content of the last complete answer block of the public part, stripped; None when there is none."""
+    found = _ANSWER_RE.findall(public_part(completion))
     return found[-1].strip() if found else None
 
 
@@ -53,19 +88,15 @@ def format_ok(completion: str) -> bool:
 
 
 def summary(completion: str) -> str:
-    """What a rival may read: text after </think>, answer blocks removed.
+    """What a rival may read: the public part, answer blocks removed.
 
     A draft that never closed its reasoning block has no summary (empty
-    string): everything it wrote is private reasoning.
+    string): everything it wrote is private reasoning. An unterminated answer
+    block, or a reasoning block reopened after the last `</think>`, is cut off
+    with everything after it.
     """
-    if THINK_CLOSE not in completion:
-        return ""
-    after = completion.split(THINK_CLOSE)[-1]
-    after = _ANSWER_RE.sub("", after)
-    # An unterminated answer block is withheld too.
-    if ANSWER_OPEN in after:
-        after = after.split(ANSWER_OPEN)[0]
-    return after.strip()
+    after = _ANSWER_RE.sub("", public_part(completion))
+    return after.split(ANSWER_OPEN)[0].replace(ANSWER_CLOSE, "").strip()
 
 
 def toy_plain(question: str) -> str:
@@ -81,20 +112,93 @@ class PromptFormat:
     """Turns problems (and rival summaries) into model input strings.
 
     style "toy":  the compact markers above (character-level toy model).
-    style "chat": the paper's instructions through the tokenizer's chat template.
+    style "chat": the paper's instructions through the tokenizer's chat template
+                  (`apply_chat_template(messages, tokenize=False,
+                  add_generation_prompt=True[, enable_thinking=...])`).
+
+    Thinking modes of a chat model (`thinking`, the model's config key):
+      native      the model has a thinking mode whose reasoning tags are
+                  <think> </think> (Qwen3, Qwen3.5): the template is rendered
+                  with enable_thinking=True, and the model opens <think> itself.
+      instructed  the model has no such mode (SmolLM2), or its thinking uses
+                  other tags: the system prompt (CHAT_SYSTEM, identical in both
+                  modes) tells it to write <think> ... </think> as text; a
+                  template with an enable_thinking switch gets enable_thinking=False.
+    In both modes the generation prompt ends at the assistant header: when the
+    template itself writes an opened `<think>` (Qwen3.5, DeepSeek-R1 style) or
+    an empty closed block (Qwen3 with thinking off) after it, that is removed,
+    so the completion always carries the whole structure that format_ok,
+    summary and extract_answer parse. `prefill_removed` records what was cut.
+
+    A template that rejects the system role (some Gemma templates raise) gets
+    the system text as the first paragraph of the user message instead
+    (`system_role` is False then).
+
+    The rival's attempt is inserted with the tokenizer's special tokens
+    (`<|im_end|>`, ...) deleted, so a summary cannot close the user turn or
+    open a fake one; an empty summary reads CHAT_EMPTY_ATTEMPT. Self-refine
+    uses the same attempt prompt as the challenger: the model is not told
+    whose attempt it reads, so the control differs from the cascade only in
+    who wrote the attempt.
     """
 
-    def __init__(self, style: str, tokenizer=None, enable_thinking: bool | None = None):
+    def __init__(self, style: str, tokenizer=None, thinking: str | None = None):
         if style not in ("toy", "chat"):
             raise ValueError(f"unknown prompt style {style!r}; known: toy, chat")
-        if style == "chat" and getattr(tokenizer, "chat_template", None) is None:
-            raise ValueError("prompt style 'chat' needs a tokenizer with a chat template")
-        self.style, self.tokenizer, self.enable_thinking = style, tokenizer, enable_thinking
+        self.style, self.tokenizer, self.thinking = style, tokenizer, thinking
+        self.prefill_removed = ""
+        self.system_role = True
+        if style == "toy":
+            if thinking is not None:
+                raise ValueError("prompt style 'toy' has no thinking mode (thinking applies to chat models)")
+            return
+        template = getattr(tokenizer, "chat_template", None)
+        if not template:
+            raise ValueError("prompt style 'chat' needs a tokenizer with a chat template "
+                             "(this model's tokenizer has none: use a chat/instruct model)")
+        if thinking not in THINKING_MODES:
+            raise ValueError(f"prompt style 'chat' needs thinking: one of {', '.join(THINKING_MODES)} "
+                             f"(got {thinking!r})")
+        self._switch = "enable_thinking" in template
+        if thinking == "native" and THINK_OPEN not in template:
+            raise ValueError("thinking: native, but the chat template never writes <think>: this model's "
+                             "reasoning (if any) uses other tags; use thinking: instructed")
+        try:
+            self._render("x", system=True)
+        except Exception:  # jinja's TemplateError (e.g. "System role not supported") and kin
+            self.system_role = False
+            self._render("x", system=False)
+
+    def _render(self, user: str, system: bool) -> str:
+        if system:
+            messages = [{"role": "system", "content": CHAT_SYSTEM}, {"role": "user", "content": user}]
+        else:
+            messages = [{"role": "user", "content": f"{CHAT_SYSTEM}\n\n{user}"}]
+        kwargs = {}
+        if self._switch:
+            kwargs["enable_thinking"] = self.thinking == "native"
+        text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True, **kwargs)
+        if not isinstance(text, str):
+            raise TypeError(f"apply_chat_template(tokenize=False) returned {type(text).__name__}, not str")
+        m = _PREFILLED_THINK_RE.search(text)
+        if m:
+            self.prefill_removed = m.group(0)
+            text = text[: m.start()]
+        return text
 
     def _chat(self, user: str) -> str:
-        messages = [{"role": "system", "content": CHAT_SYSTEM}, {"role": "user", "content": user}]
-        kwargs = {} if self.enable_thinking is None else {"enable_thinking": self.enable_thinking}
-        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True, **kwargs)
+        return self._render(user, self.system_role)
+
+    def sanitize(self, text: str) -> str:
+        """`text` without the tokenizer's special tokens (control tokens of the chat format)."""
+        specials = {str(t) for t in getattr(self.tokenizer, "all_special_tokens", [])}
+        for tok in getattr(self.tokenizer, "added_tokens_decoder", {}).values():
+            if getattr(tok, "special", False):
+                specials.add(str(tok))
+        for tok in sorted(specials, key=len, reverse=True):
+            if tok:
+                text = text.replace(tok, "")
+        return text
 
     def plain(self, problem: dict) -> str:
         if self.style == "toy":
@@ -104,4 +208,5 @@ class PromptFormat:
     def with_attempt(self, problem: dict, attempt: str) -> str:
         if self.style == "toy":
             return toy_with_attempt(problem["prompt"], attempt)
+        attempt = self.sanitize(attempt).strip() or CHAT_EMPTY_ATTEMPT
         return self._chat(CHAT_WITH_ATTEMPT.format(question=problem["prompt"], attempt=attempt))
