@@ -31,7 +31,8 @@ VLLM_REQUIRES = {
     "jsonschema": ">=4.23.0",
 }
 GPU_OVERRIDES = {"torch": "2.14.0"}
-EXPECTED_ENV = {"prepare": "cpu", "base": "cpu", "table": "cpu", "train": "gpu", "evaluate": "gpu"}
+EXPECTED_ENV = {"prepare": "cpu", "base": "cpu", "fetch_model": "cpu", "table": "cpu", "train": "gpu",
+                "evaluate": "gpu"}
 
 
 def pins(reqs) -> dict[str, str]:

@@ -94,8 +94,8 @@ def _load_model(spec: dict):
     from .models import load_base
     from .prompts import PromptFormat
 
-    base, tokenizer = load_base(spec["base_path"])
-    return base, tokenizer, PromptFormat(spec["prompt_style"], tokenizer)
+    base, tokenizer = load_base(spec["base_path"], spec.get("dtype", "float32"))
+    return base, tokenizer, PromptFormat(spec["prompt_style"], tokenizer, thinking=spec.get("thinking"))
 
 
 EXIT_TERMINATED = 143  # 128 + SIGTERM: what the shell reports for a job SIGTERM killed
@@ -216,6 +216,13 @@ def cmd_evaluate(args) -> None:
     shutil.rmtree(resume)
 
 
+def cmd_fetch_model(args) -> None:
+    """A hub model's snapshot, or a GGUF file converted, as a local base model directory."""
+    from .model_sources import fetch
+
+    fetch(_spec(args.spec), Path(args.out), log=_log)
+
+
 def cmd_table(args) -> None:
     from .report import tables
 
@@ -298,6 +305,11 @@ def main(argv=None) -> None:
     p.add_argument("--exclude", nargs="*", default=[], help="split files whose prompts SFT must not see")
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_base)
+
+    p = sub.add_parser("fetch-model", help="snapshot a hub model / convert a GGUF into a base model directory")
+    p.add_argument("--spec", required=True, help="{key, source, dtype} (model_sources.locate)")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_fetch_model)
 
     p = sub.add_parser("train", help="train one cell (model x method x seed)")
     p.add_argument("--spec", required=True)

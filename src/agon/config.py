@@ -13,6 +13,8 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from .model_sources import check_model
+
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "config" / "schema.yaml"
 
 
@@ -93,8 +95,7 @@ def check_references(config: dict, source: str = "config") -> None:
             problems.append(f"evaluations.{name}: an untrained evaluation (method: null) has no adapters")
     datasets = config["datasets"]
     for name, model in config["models"].items():
-        if model["kind"] == "toy" and "base" not in model:
-            problems.append(f"models.{name}: kind 'toy' needs a 'base' section")
+        problems += check_model(name, model)  # kind, its keys, prompt style and thinking mode
         data = model["train_data"]
         if data not in datasets:
             problems.append(f"models.{name}.train_data: unknown dataset {data!r} (defined: {', '.join(datasets)})")

@@ -15,13 +15,23 @@ import torch
 ADAPTERS = ("A", "B")
 
 
+DTYPES = ("float32", "bfloat16", "float16")
+
+
 def load_base(path: str, dtype: str = "float32"):
-    """A base model + tokenizer from a local directory (toy base or a saved hub snapshot)."""
+    """A base model + tokenizer from a local directory (toy base, a hub snapshot, a converted GGUF).
+
+    `dtype` is the model's config key (float32 | bfloat16 | float16).
+    """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     path = str(path)
     if not Path(path).exists():
         raise FileNotFoundError(f"base model directory {path!r} does not exist")
+    if not (Path(path) / "config.json").exists():
+        raise FileNotFoundError(f"base model directory {path!r} has no config.json (not a transformers model)")
+    if dtype not in DTYPES:
+        raise ValueError(f"unknown dtype {dtype!r} for the base model (known: {', '.join(DTYPES)})")
     tokenizer = AutoTokenizer.from_pretrained(path)
     tokenizer.padding_side = "left"
     if tokenizer.pad_token_id is None:

@@ -1,5 +1,33 @@
-# The toy base model, trained from scratch (kind: toy). Held-out and validation
-# prompts of every dataset are excluded from its supervised data.
+# Base models: results/<run>/models/<model>/base, which every train and evaluate job
+# of the model loads.
+#   kind toy: trained from scratch by `base`. Held-out and validation prompts of
+#             every dataset are excluded from its supervised data.
+#   kind hub (a hub id) or gguf: `fetch_model` snapshots the hub model / dequantizes
+#             the GGUF once. A local rule: it reads the hub, which compute nodes
+#             often cannot reach. A hub model given as a local snapshot directory
+#             needs neither rule: jobs read that directory in place.
+# Keys per kind: src/agon/model_sources.py.
+
+
+localrules:
+    fetch_model,
+
+
+rule fetch_model:
+    input:
+        unpack(fetch_inputs),
+    output:
+        directory(f"{R}/models/{{model}}/base"),
+    wildcard_constraints:
+        model=name_regex(models_of_kind("hub", "gguf")),
+    params:
+        spec=fetch_spec,
+    log:
+        f"{R}/logs/base/{{model}}.log",
+    conda:
+        "../../envs/cpu.yaml"
+    shell:
+        "agon fetch-model --spec {params.spec:q} --out {output} > {log} 2>&1"
 
 
 rule base:
@@ -7,6 +35,8 @@ rule base:
         unseen=unseen_splits,
     output:
         directory(f"{R}/models/{{model}}/base"),
+    wildcard_constraints:
+        model=name_regex(models_of_kind("toy")),
     params:
         spec=lambda wc: spec_json(config["models"][wc.model]["base"]),
     threads: lambda wc: config["models"][wc.model]["base"].get("threads", 1)

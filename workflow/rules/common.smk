@@ -2,6 +2,8 @@
 import json
 import os
 
+from snakemake.exceptions import WorkflowError
+
 
 wildcard_constraints:
     dataset="[A-Za-z0-9_]+",
@@ -36,15 +38,54 @@ def unseen_splits(wc):
     return [split_path(d, s) for d in config["datasets"] for s in ("heldout", "validation")]
 
 
+def model_source(model):
+    """Where a model's base comes from (agon.model_sources.locate): a missing file or
+    package stops the DAG here, with a message naming the config key."""
+    from agon.model_sources import ModelSourceError, locate
+
+    try:
+        return locate(model, config["models"][model])
+    except ModelSourceError as e:
+        raise WorkflowError(str(e)) from None
+
+
 def base_path(model):
-    m = config["models"][model]
-    if m["kind"] == "toy":
-        return f"{R}/models/{model}/base"
-    raise ValueError(f"models.{model}: unsupported kind {m['kind']!r}")
+    """The base every job of `model` loads: results/<run>/models/<model>/base (built by the
+    `base` rule for a toy model, by `fetch_model` for a hub id or a GGUF), or a local
+    snapshot directory read in place."""
+    source = model_source(model)
+    if source["where"] == "dir":
+        return source["dir"]
+    return f"{R}/models/{model}/base"
+
+
+def models_of_kind(*kinds):
+    return [m for m, spec in config["models"].items() if spec["kind"] in kinds]
+
+
+def name_regex(names):
+    """A wildcard constraint matching exactly `names` (nothing at all when empty)."""
+    import re
+
+    return "|".join(re.escape(n) for n in names) or "(?!x)x"
+
+
+def fetch_inputs(wc):
+    source = model_source(wc.model)
+    return {"gguf": source["file"]} if "file" in source else {}
+
+
+def fetch_spec(wc):
+    return spec_json({"key": wc.model, "source": model_source(wc.model),
+                      "dtype": config["models"][wc.model].get("dtype", "float32")})
 
 
 def model_spec(model):
-    return {"base_path": base_path(model), "prompt_style": config["models"][model]["prompt_style"]}
+    m = config["models"][model]
+    spec = {"base_path": base_path(model), "prompt_style": m["prompt_style"]}
+    # only when set, so a toy model's spec (and its jobs' params) stay as they were
+    spec.update({k: m[k] for k in ("dtype", "thinking") if k in m})
+    return spec
 
 
 def adapter_names(method):
