@@ -58,14 +58,23 @@ def test_profile_targets_slurm_with_safe_defaults():
     assert "# slurm_account:" in text and "# slurm_partition:" in text
 
 
-def test_profile_requests_gpus_with_the_name_the_plugin_reads():
-    res = load_profile()["set-resources"]
+def test_rules_request_gpus_with_the_name_the_plugin_reads():
+    # per-rule resources come from the config (defaults: agon.resources); a profile
+    # set-resources entry would override the config's, so the profile has none
+    from agon import resources
+
+    assert "set-resources" not in load_profile()
     for rule in GPU_RULES:
-        assert res[rule].get("gpu") == 1, f"{rule}: `gpu: 1` is what becomes --gpus=1"
-        assert {"mem_mb", "runtime"} <= set(res[rule])
-    for rule, r in res.items():
-        assert "gpus" not in r, f"{rule}: `gpus` (plural) requests nothing from Slurm"
-    assert not (set(res) & LOCAL_RULES), "local rules never become jobs; resources there mislead"
+        res = resources.for_rule({}, rule)
+        assert res.get("gpu") == 1, f"{rule}: `gpu: 1` is what becomes --gpus=1"
+        assert {"mem_mb", "runtime"} <= set(res)
+    for rule in resources.DEFAULTS:
+        assert "gpus" not in resources.for_rule({}, rule), f"{rule}: `gpus` (plural) requests nothing from Slurm"
+    with pytest.raises(ValueError, match="gpu: N"):
+        resources.for_rule({"resources": {"train": {"gpus": 1}}}, "train")
+    assert resources.for_rule({"resources": {"train": {"runtime": 5}}}, "train") == {
+        **resources.DEFAULTS["train"], "runtime": 5}
+    assert not (set(resources.DEFAULTS) & LOCAL_RULES), "local rules never become jobs; resources there mislead"
 
 
 def test_cheap_rules_are_local():
@@ -108,8 +117,8 @@ def make_test_profile(tmp: Path) -> Path:
     """profiles/slurm with the test overrides of profiles/slurm/README.md, as a profile dir."""
     p = load_profile()
     p["default-resources"].update(slurm_account="root", slurm_partition="main", mem_mb=1000, runtime=10)
-    for res in p["set-resources"].values():
-        res.update(mem_mb=1000, runtime=10)      # the local node has the machine's memory only
+    # the local node has the machine's memory only (set-resources overrides the rules' own)
+    p["set-resources"] = {rule: {"mem_mb": 1000, "runtime": 10} for rule in CLUSTER_RULES}
     p.update({
         "slurm-init-seconds-before-status-checks": 1,
         "slurm-keep-successful-logs": True,

@@ -41,7 +41,7 @@ rule base:
         spec=lambda wc: spec_json(config["models"][wc.model]["base"]),
     threads: lambda wc: config["models"][wc.model]["base"].get("threads", 1)
     resources:
-        runtime=60,
+        **rule_resources("base"),
     log:
         f"{R}/logs/base/{{model}}.log",
     conda:

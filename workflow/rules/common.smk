@@ -88,6 +88,17 @@ def model_spec(model):
     return spec
 
 
+def generation_spec():
+    """The `generation` section, when the config has one (absent: the transformers backend)."""
+    return {"generation": config["generation"]} if "generation" in config else {}
+
+
+def rule_resources(family):
+    from agon.resources import for_rule
+
+    return for_rule(config, family)
+
+
 def adapter_names(method):
     from agon.rl.methods import adapters_for
 
@@ -102,6 +113,7 @@ def train_spec(wc):
         "sampling": config["sampling"]["train"],
         "seed": int(wc.seed),
         "threads": config["threads"],
+        **generation_spec(),
     })
 
 
@@ -154,6 +166,7 @@ def eval_spec(wc, input, output):
         "sampling": config["sampling"]["eval"],
         "seed": int(wc.seed),
         "threads": config["threads"],
+        **generation_spec(),
     })
 
 

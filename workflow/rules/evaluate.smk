@@ -16,7 +16,7 @@ rule evaluate:
         resume=lambda wc: f"{R}/checkpoints/eval/{wc.model}/{wc.cell}/seed{wc.seed}",
     threads: config["threads"]
     resources:
-        runtime=60,
+        **rule_resources("evaluate"),
     log:
         f"{R}/logs/eval/{{model}}/{{cell}}/seed{{seed}}.log",
     conda:

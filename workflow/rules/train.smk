@@ -14,7 +14,7 @@ rule train:
         checkpoints=f"{R}/checkpoints/{{model}}/{{method}}/seed{{seed}}",
     threads: config["threads"]
     resources:
-        runtime=240,
+        **rule_resources("train"),
     log:
         f"{R}/logs/train/{{model}}/{{method}}/seed{{seed}}.log",
     conda:
