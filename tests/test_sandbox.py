@@ -173,6 +173,17 @@ def test_infinite_loop_is_stopped_by_the_cpu_limit():
     assert time.monotonic() - started < LIMITS.wall_time_s + 3
 
 
+def test_sigxcpu_is_a_timeout_even_when_rusage_reads_under_the_limit():
+    """The kernel's per-tick check can kill at 0.98 s of rusage for a 1 s limit (seen under load)."""
+    from agon.verify.sandbox import _classify, _Run
+
+    run_ = _Run(started=True, exit_code=128 + signal.SIGXCPU, cpu_s=0.977, stderr=b"CPU time limit exceeded\n")
+    report = _classify(run_, "", LIMITS)
+    assert report.outcome is Outcome.TIMEOUT and "CPU" in report.message
+    crashed = _Run(started=True, exit_code=1, cpu_s=0.977, stderr=b"ZeroDivisionError\n")
+    assert _classify(crashed, "", LIMITS).outcome is Outcome.RUNTIME_ERROR
+
+
 def test_sleeping_program_is_stopped_by_the_wall_clock():
     started = time.monotonic()
     report = only_report(run("import time\ntime.sleep(60)"))

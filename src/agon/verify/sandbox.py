@@ -385,7 +385,9 @@ def _classify(run: _Run, expected: str, limits: SandboxLimits) -> CaseReport:
         if _MEMORY_ERROR.search(run.stderr[-4096:]):
             return report(Outcome.MEMORY_LIMIT, f"MemoryError under the {limits.memory_bytes}-byte limit")
         # RLIMIT_CPU ends the program with SIGXCPU, or SIGKILL at the hard limit.
-        if run.cpu_s >= limits.cpu_time_s:
+        # The kernel checks the limit per tick, and the rusage read back can come
+        # out a little under it (0.98 s for a 1 s limit): SIGXCPU decides alone.
+        if run.exit_code == 128 + signal.SIGXCPU or run.cpu_s >= limits.cpu_time_s:
             return report(Outcome.TIMEOUT, f"CPU time limit of {limits.cpu_time_s} s")
         return report(Outcome.RUNTIME_ERROR, f"exit status {run.exit_code}")
     actual = run.stdout.decode("utf-8", "replace")
