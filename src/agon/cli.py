@@ -37,14 +37,14 @@ def cmd_prepare(args) -> None:
     """One dataset: load its source, check every problem, draw the seeded splits, hash them."""
     from .data import check_problem, splits
     from .data.hub import DataSourceError
-    from .data.sources import load_source
+    from .data.sources import SEEDED, load_source
 
     spec = _spec(args.spec)
     name = spec["name"]
     counts: dict = {}
     try:
         pool = load_source(spec["source"], {"seed": spec["seed"], **spec.get("options", {})}
-                           if spec["source"] == "toy_math" else spec.get("options", {}), counts)
+                           if spec["source"] in SEEDED else spec.get("options", {}), counts)
     except (DataSourceError, ValueError) as e:
         raise SystemExit(f"agon prepare: dataset {name!r}: {e}") from None
     for p in pool:

@@ -8,18 +8,23 @@ from __future__ import annotations
 
 from typing import Callable
 
-from . import codecontests, deepmath, gsm8k, math500, toy_math
+from . import codecontests, deepmath, gsm8k, math500, toy_code, toy_math
 from .hub import DataSourceError
 
 Loader = Callable[..., list[dict]]
 
 SOURCES: dict[str, Loader] = {
     "toy_math": toy_math.load,
+    "toy_code": toy_code.load,
     "deepmath": deepmath.load,
     "gsm8k": gsm8k.load,
     "math500": math500.load,
     "codecontests": codecontests.load,
 }
+
+
+# Generated sources draw their pool with the dataset's `seed` (passed as options["seed"]).
+SEEDED = frozenset({"toy_math", "toy_code"})
 
 
 def load_source(name: str, cfg: dict | None = None, counts: dict | None = None) -> list[dict]:

@@ -8,10 +8,12 @@ phenomena can exist in the toy world:
     one wrong step, propagated) after "R:"; the target verifies each step,
     retracting the attempt's wrong ones, so a challenger prompt is in
     distribution and copying a wrong attempt is never the target.
+`base.domain: code` trains on the code domain's examples instead (sft_code.py).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 import time
@@ -19,8 +21,9 @@ import time
 import torch
 
 from .. import prompts
-from ..data import toy_math
+from ..data import toy_code, toy_math
 from ..data.toy_math import Step
+from . import sft_code
 
 
 def _corrupt(value: int, rng: random.Random) -> int:
@@ -74,6 +77,10 @@ def example(problem: dict, rng: random.Random, attempt_prob: float, attempt_wron
         prompt = prompts.toy_with_attempt(problem["prompt"], render_summary(attempt))
         return prompt, solution(steps, rng, false_start_prob, attempt)
     return prompts.toy_plain(problem["prompt"]), solution(steps, rng, false_start_prob)
+
+
+# base.domain -> (problem generator, supervised example builder); math is the default.
+DOMAINS = {"math": (toy_math, example), "code": (toy_code, sft_code.example)}
 
 
 def build_model(arch: dict, tokenizer):
@@ -139,8 +146,11 @@ def train_base(tokenizer, cfg: dict, exclude_prompts: set[str], seed: int, log=p
         opt, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps))
     )
     # A stream of fresh problems; held-out and validation prompts never appear.
+    source, make_example = DOMAINS[cfg.get("domain", "math")]
+    if cfg.get("domain") == "code":
+        make_example = functools.partial(make_example, bug_prob=cfg.get("bug_prob", 0.0))
     pool_seed = rng.randrange(2**31)
-    stream = (p for p in toy_math.stream(pool_seed, weights=cfg.get("level_weights"))
+    stream = (p for p in source.stream(pool_seed, weights=cfg.get("level_weights"))
               if p["prompt"] not in exclude_prompts)
     model.train()
     start = time.time()
@@ -149,8 +159,8 @@ def train_base(tokenizer, cfg: dict, exclude_prompts: set[str], seed: int, log=p
     for step in range(steps):
         if not buffer:
             buffer = _length_bucketed_batches(
-                [example(next(stream), rng, cfg["attempt_prob"], cfg["attempt_wrong_prob"],
-                         cfg["false_start_prob"]) for _ in range(BUCKETS * cfg["batch_size"])],
+                [make_example(next(stream), rng, cfg["attempt_prob"], cfg["attempt_wrong_prob"],
+                              cfg["false_start_prob"]) for _ in range(BUCKETS * cfg["batch_size"])],
                 cfg["batch_size"], rng)
         ids, mask, labels = encode_batch(tokenizer, buffer.pop())
         loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss

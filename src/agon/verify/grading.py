@@ -1,16 +1,96 @@
-"""Grade a completion: correctness c and format phi, both in {0, 1}."""
+"""Grade a completion: correctness c and format phi, both in {0, 1}.
+
+Math problems (`answer`) are checked exactly (toy); code problems (`tests`:
+toy_code, codecontests) run the answer block as a Python program in the code
+sandbox (agon.verify.sandbox): c = 1 iff every test passes (full-output
+comparison after `sandbox.normalize_output`, i.e. whitespace-normalised).
+
+Code grading is the expensive part of a training step (one sandboxed process
+per test, ~65 ms of CPU each, most of it the sandbox's mount setup), so the
+grader keeps the sandbox's semantics and avoids needless runs:
+  * a program that does not compile is a program failure (`syntax_error`)
+    decided in-process by `compile` (never executed), without a sandbox;
+  * verdicts are cached per (program, tests, limits), process-wide: a group
+    of rollouts that write the same program runs it once, and so do the
+    stages and directions of one evaluation job;
+  * the first test runs alone (most wrong programs fail it, and then nothing
+    else runs); when it passes, the remaining tests run concurrently, each
+    still in its own fresh sandboxed process.
+Harness failures (`sandbox_error`: the program never ran) are counted apart
+from program failures and graded 0; if the sandbox never manages to run a
+program, grading stops with `SandboxUnavailable` instead of silently
+grading everything wrong.
+"""
 
 from __future__ import annotations
 
+import re
+import threading
+import warnings
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+
 from .. import prompts
-from . import exact
+from . import exact, sandbox
+from .sandbox import Outcome, SandboxLimits
+
+# Toy programs are one-liners: a tight budget keeps a runaway sample cheap.
+TOY_LIMITS = SandboxLimits(cpu_time_s=1, wall_time_s=3.0, memory_bytes=256 << 20, output_bytes=1 << 20)
+CODE_SOURCES = ("toy_code", "codecontests")
+# Verdicts by (program, tests, limits), shared by every Grader of the process (LRU).
+_VERDICTS: OrderedDict = OrderedDict()
+_VERDICTS_LOCK = threading.Lock()
+CACHE_SIZE = 16384
+_FENCE = re.compile(r"^```[A-Za-z0-9_+-]*\n(.*?)\n?```$", re.S)
+
+
+def clear_cache() -> None:
+    """Forget every cached verdict (tests; a changed sandbox)."""
+    with _VERDICTS_LOCK:
+        _VERDICTS.clear()
+
+
+class SandboxUnavailable(RuntimeError):
+    """The code sandbox cannot run programs here (e.g. not root, a missing tool)."""
+
+
+def program_text(answer: str) -> str:
+    """The program in an answer block: the block itself, or the inside of one Markdown code fence."""
+    m = _FENCE.match(answer.strip())
+    return m.group(1) if m else answer
+
+
+def compiles(code: str) -> bool:
+    """Whether `code` is valid Python syntax; compiled, never run."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(code, "main.py", "exec", dont_inherit=True)
+        return True
+    except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError):
+        return False
 
 
 class Grader:
-    """Chooses the verifier by problem source; counts what could not be parsed."""
+    """Chooses the verifier by problem; counts what could not be parsed or run.
 
-    def __init__(self):
+    counts: graded, no_answer, truncated (every problem); for code problems
+    also programs, passed, one key per failure outcome (syntax_error,
+    wrong_answer, runtime_error, timeout, memory_limit, output_limit),
+    harness_error (sandbox failures: not the program's fault), and the cost
+    side: sandbox_runs (sandboxed test processes) and cache_hits.
+    """
+
+    # Harness failures, with no program ever run, after which grading stops.
+    UNAVAILABLE_AFTER = 3
+
+    def __init__(self, limits: SandboxLimits | None = None, max_workers: int = 4):
         self.counts = {"graded": 0, "no_answer": 0, "truncated": 0}
+        self.limits = limits
+        self.max_workers = max_workers
+        self._sandbox_ran = False  # some program has run in the sandbox
+        self._harness_failures = 0
+        self._lock = threading.Lock()  # tests of one program run in threads
 
     def correct(self, problem: dict, completion_text: str) -> int:
         self.counts["graded"] += 1
@@ -21,8 +101,67 @@ class Grader:
         source = problem["source"]
         if source == "toy_math":
             return int(exact.is_correct(answer, problem["answer"]))
+        if "tests" in problem and source in CODE_SOURCES:
+            return int(self.run_program(problem, program_text(answer)) == "passed")
         raise ValueError(f"no verifier for source {source!r} (problem {problem['id']!r})")
 
     def __call__(self, problem: dict, completion) -> tuple[int, int]:
         self.counts["truncated"] += int(completion.truncated)
         return self.correct(problem, completion.text), int(prompts.format_ok(completion.text))
+
+    # --- code ----------------------------------------------------------------
+    def _count(self, key: str, n: int = 1) -> None:
+        with self._lock:
+            self.counts[key] = self.counts.get(key, 0) + n
+
+    def limits_for(self, problem: dict) -> SandboxLimits:
+        if self.limits is not None:
+            return self.limits
+        return TOY_LIMITS if problem["source"] == "toy_code" else SandboxLimits()
+
+    def run_program(self, problem: dict, code: str) -> str:
+        """The program's verdict on the problem's tests: "passed" or the failing outcome's name."""
+        self._count("programs")
+        tests, limits = problem["tests"], self.limits_for(problem)
+        key = (code, tuple((t["input"], t["output"]) for t in tests), limits)
+        with _VERDICTS_LOCK:
+            verdict = _VERDICTS.get(key)
+            if verdict is not None:
+                _VERDICTS.move_to_end(key)
+        if verdict is not None:
+            self._count("cache_hits")
+        else:
+            verdict = self._verdict(code, tests, limits)
+            if verdict != Outcome.SANDBOX_ERROR.value:  # a harness failure may be transient
+                with _VERDICTS_LOCK:
+                    _VERDICTS[key] = verdict
+                    if len(_VERDICTS) > CACHE_SIZE:
+                        _VERDICTS.popitem(last=False)
+        self._count("harness_error" if verdict == Outcome.SANDBOX_ERROR.value else verdict)
+        return verdict
+
+    def _verdict(self, code: str, tests: list[dict], limits: SandboxLimits) -> str:
+        if not compiles(code):
+            return "syntax_error"
+        first = self._sandbox(code, tests[:1], limits)
+        outcomes = [first]
+        if first is Outcome.PASSED and len(tests) > 1:
+            rest = tests[1:]
+            with ThreadPoolExecutor(max_workers=min(self.max_workers, len(rest))) as pool:
+                outcomes += list(pool.map(lambda t: self._sandbox(code, [t], limits), rest))
+        failed = next((o for o in outcomes if o is not Outcome.PASSED), None)
+        return Outcome.PASSED.value if failed is None else failed.value
+
+    def _sandbox(self, code: str, tests: list[dict], limits: SandboxLimits) -> Outcome:
+        result = sandbox.run_tests(code, tests, limits)
+        self._count("sandbox_runs", len(result.outcomes))
+        outcome = result.outcomes[0]
+        if outcome is Outcome.SANDBOX_ERROR:
+            with self._lock:
+                self._harness_failures += 1
+            if not self._sandbox_ran and self._harness_failures >= self.UNAVAILABLE_AFTER:
+                raise SandboxUnavailable(f"the code sandbox failed on every program so far: "
+                                         f"{result.details[0].message}")
+        else:
+            self._sandbox_ran = True
+        return outcome
