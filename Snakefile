@@ -2,6 +2,7 @@
 #   snakemake --cores all                                  embedded default (toy world, CPU)
 #   snakemake --cores all --configfile config/test.yaml    minutes-scale test matrix
 #   snakemake --cores 1 clean_checkpoints                  drop finished cells' resumable state
+#   snakemake --report results/<run>/report.html           Snakemake's HTML report of a finished run
 # Outputs: results/<run>/ (see README.md for the target patterns).
 
 import sys
@@ -22,8 +23,6 @@ validate(config, "workflow config")
 
 RUN = config["run"]
 R = f"results/{RUN}"
-# Figure 7a plots the main table's rows (the first table of the config).
-FIGURE_7A_TABLE = next(iter(config["tables"]))
 
 
 include: "workflow/rules/common.smk"
@@ -31,12 +30,13 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/base.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/curves.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/clean.smk"
 
 
 rule all:
     input:
-        expand(f"{R}/tables/{{table}}.{{ext}}", table=config["tables"], ext=["csv", "md"]),
+        expand(f"{R}/tables/{{table}}.{{ext}}", table=config["tables"], ext=["csv", "md", "tex"]),
         f"{R}/report.md",
     default_target: True

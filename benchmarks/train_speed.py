@@ -32,11 +32,12 @@ METHODS = {
 }
 
 
-def run_one(base: str, method: str, steps: int, problems_per_step: int) -> dict:
+def run_one(base: str, method: str, steps: int, problems_per_step: int, precision_name: str,
+            attn: str) -> dict:
     """Train `steps` steps of one method in this process; report time and peak RSS."""
     import torch
-    import yaml
 
+    from agon import precision
     from agon.config import load
     from agon.data import toy_math
     from agon.models import load_base
@@ -48,14 +49,17 @@ def run_one(base: str, method: str, steps: int, problems_per_step: int) -> dict:
     train = {**cfg["train"], "problems_per_step": problems_per_step, "max_steps": steps,
              "checkpoint_every": 10**6}
     model, tok = load_base(base)
-    trainer = Trainer(model, tok, PromptFormat("toy"), train, METHODS[method], cfg["sampling"]["train"], 0)
+    model.set_attn_implementation(attn)
+    resolved = precision.resolve(precision_name)
+    trainer = Trainer(model, tok, PromptFormat("toy"), train, METHODS[method], cfg["sampling"]["train"], 0,
+                      precision_name=resolved)
     problems = toy_math.generate(steps * problems_per_step, 123, levels=cfg["datasets"]["toy_math"]["options"]["levels"])
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
         trainer.fit(problems, Path(tmp) / "m.jsonl", Path(tmp) / "c.pt", log=lambda *_: None)
         seconds = time.perf_counter() - t0
-    return {"method": method, "seconds_per_problem": seconds / len(problems),
+    return {"method": method, "precision": resolved, "attn": attn, "seconds_per_problem": seconds / len(problems),
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "rss_before_training_mb": rss_before / 1024, "adapters": list(trainer.adapters)}
 
@@ -72,26 +76,37 @@ def main() -> None:
     ap.add_argument("--base", default=str(ROOT / "results" / "toy" / "models" / "toy" / "base"))
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--problems-per-step", type=int, default=8)
+    ap.add_argument("--precision", default="auto", help="the default config's setting (auto | bf16 | fp32)")
+    ap.add_argument("--attn", default="eager", help="attention implementation of the default config")
     ap.add_argument("--one", help=argparse.SUPPRESS)  # internal: run one method, print JSON
     args = ap.parse_args()
     if args.one:
-        print(json.dumps(run_one(args.base, args.one, args.steps, args.problems_per_step)))
+        print(json.dumps(run_one(args.base, args.one, args.steps, args.problems_per_step, args.precision,
+                                 args.attn)))
         return
     base = ensure_base(args.base)
-    results = {}
-    for method in ("grpo", "agon"):
+
+    def measure(method, precision_name, attn):
         out = subprocess.run([sys.executable, __file__, "--one", method, "--base", base,
-                              "--steps", str(args.steps), "--problems-per-step", str(args.problems_per_step)],
+                              "--steps", str(args.steps), "--problems-per-step", str(args.problems_per_step),
+                              "--precision", precision_name, "--attn", attn],
                              capture_output=True, text=True, check=True)
-        results[method] = json.loads(out.stdout.strip().splitlines()[-1])
-    g, a = results["grpo"], results["agon"]
-    print(f"{'method':6} {'s/problem':>10} {'peak RSS MB':>12} adapters")
-    for r in (g, a):
-        print(f"{r['method']:6} {r['seconds_per_problem']:10.3f} {r['peak_rss_mb']:12.1f} {','.join(r['adapters'])}")
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    # Interleaved, so machine load drifts over all configurations alike.
+    g = measure("grpo", args.precision, args.attn)
+    slow = measure("grpo", "fp32", "sdpa")
+    a = measure("agon", args.precision, args.attn)
+    print(f"{'method':6} {'precision':9} {'attn':6} {'s/problem':>10} {'peak RSS MB':>12} adapters")
+    for r in (g, slow, a):
+        print(f"{r['method']:6} {r['precision']:9} {r['attn']:6} {r['seconds_per_problem']:10.3f} "
+              f"{r['peak_rss_mb']:12.1f} {','.join(r['adapters'])}")
     time_ratio = a["seconds_per_problem"] / g["seconds_per_problem"]
     mem_ratio = a["peak_rss_mb"] / g["peak_rss_mb"]
     print(f"time  Agon / GRPO = {time_ratio:.2f}x   (goal <= 1.20x)")
     print(f"memory pair / single adapter = {mem_ratio:.3f}x   (goal <= 1.05x)")
+    print(f"speed-up of {g['precision']}+{g['attn']} over fp32+sdpa (GRPO) = "
+          f"{slow['seconds_per_problem'] / g['seconds_per_problem']:.2f}x")
 
 
 if __name__ == "__main__":

@@ -108,3 +108,43 @@ def test_dataset_references_are_checked(base_config):
     bad = _mutated(base_config, ["models", "toy", "train_data"], "toy_math_easy")
     with pytest.raises(ConfigError, match=r"models.toy.train_data: dataset 'toy_math_easy' has train: 0"):
         validate(bad)
+
+
+def test_table_kinds_benchmarks_and_absent_models(base_config):
+    # a table may list a model this run does not configure (rendered "absent at this scale")
+    ok = _mutated(base_config, ["tables", "table5_scaling", "models"], ["toy", "qwen3-4b", "some_code_model"])
+    validate(ok)
+    # ... and then needs no configured benchmark when none of its models is configured
+    validate(_mutated(ok, ["tables", "table5_scaling"], {**ok["tables"]["table5_scaling"],
+                                                         "models": ["qwen3-4b"], "benchmark": "codecontests"}))
+    bad = _mutated(base_config, ["tables", "table2_transfer", "benchmarks"], ["transfer_easy", "transfr"])
+    with pytest.raises(ConfigError, match=r"tables.table2_transfer: unknown benchmark 'transfr'"):
+        validate(bad)
+    both = _mutated(base_config, ["tables", "table3_main", "benchmarks"], ["heldout"])
+    with pytest.raises(ConfigError, match=r"tables.table3_main: give exactly one of 'benchmark'"):
+        validate(both)
+    design = _mutated(base_config, ["tables", "table1_design", "rows"], ["agon"])
+    with pytest.raises(ConfigError, match=r"tables.table1_design: a design table .* drop rows"):
+        validate(design)
+    no_rows = _mutated(base_config, ["tables", "table3_main", "rows"], None, delete=True)
+    with pytest.raises(ConfigError, match=r"missing config key\(s\) 'tables.table3_main.rows'"):
+        validate(no_rows)
+    bad = _mutated(base_config, ["tables", "table2_transfer", "paper", "benchmark"], {"heldout": "gsm8k"})
+    with pytest.raises(ConfigError, match=r"paper.benchmark: 'heldout' is not one of the table's benchmarks"):
+        validate(bad)
+
+
+def test_figure_7b_references(base_config):
+    bad = _mutated(base_config, ["figures", "fig7b", "rows"], ["grpo", "zero_shot", "agon_typo"])
+    with pytest.raises(ConfigError, match=r"'zero_shot' must evaluate one trained method") as e:
+        validate(bad)
+    assert "unknown evaluation or pick 'agon_typo'" in str(e.value)
+    bad = _mutated(base_config, ["figures", "fig7b", "step0"], "grpo")
+    with pytest.raises(ConfigError, match=r"figures.fig7b.step0: 'grpo' is not an untrained single-pass"):
+        validate(bad)
+    bad = _mutated(base_config, ["train", "snapshot_every"], None)
+    with pytest.raises(ConfigError, match=r"figures.fig7b: needs train.snapshot_every"):
+        validate(bad)
+    bad = _mutated(base_config, ["figures", "fig7a", "table"], "table1_design")
+    with pytest.raises(ConfigError, match=r"figures.fig7a.table: 'table1_design' is not a results table"):
+        validate(bad)

@@ -143,7 +143,8 @@ def rule_conda_directives() -> dict[str, tuple[Path, str | None, bool]]:
             end = starts[i + 1][0] if i + 1 < len(starts) else len(text)
             block = text[start:end]
             m = re.search(r"^\s+conda:\s*\n\s+[\"']([^\"']+)[\"']", block, re.M)
-            has_command = re.search(r"^\s+(shell|script|run):", block, re.M) is not None
+            # `run:` executes in snakemake's own process, where snakemake refuses a conda env
+            has_command = re.search(r"^\s+(shell|script):", block, re.M) is not None
             out[rule] = (path, m.group(1) if m else None, has_command)
     return out
 

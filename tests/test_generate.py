@@ -100,3 +100,19 @@ def test_precision_names():
         assert not torch.is_autocast_enabled("cpu")
     with precision.autocast("bf16"):
         assert torch.is_autocast_enabled("cpu")
+
+
+def test_backend_factory_follows_the_generation_section(policies):
+    from agon.generate import make_backend
+
+    pol, tok = policies
+    assert isinstance(make_backend({}, pol.model, tok, "fp32"), TransformersBackend)
+    assert make_backend({"generation": {"backend": "transformers"}}, pol.model, tok, "bf16").dtype == torch.bfloat16
+    with pytest.raises(ValueError, match="generation.backend: unknown backend 'tgi'"):
+        make_backend({"generation": {"backend": "tgi"}}, pol.model, tok, "fp32")
+    try:
+        import vllm  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="generation.backend: vllm"):
+            make_backend({"generation": {"backend": "vllm"}, "base_path": "x", "train": {"lora": {"rank": 4}}},
+                         pol.model, tok, "fp32")

@@ -107,15 +107,99 @@ def test_clean_checkpoints_keeps_results_valid(finished_run):
     assert "Nothing to be done" in proc.stdout + proc.stderr
 
 
+def _planned_jobs(proc) -> dict[str, int]:
+    """{rule: count} from the `Job stats:` block of a dry run."""
+    stats = (proc.stdout + proc.stderr).split("Job stats:")[-1].split("Reasons:")[0]
+    jobs = {}
+    for line in stats.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1].isdigit() and parts[0] != "total":
+            jobs[parts[0]] = int(parts[1])
+    return jobs
+
+
 def test_tables_rebuild_without_training(finished_run):
+    """Aggregation depends on result files only: deleting the tables reruns table and report jobs, nothing else."""
     tables = finished_run / "results" / "test" / "tables"
-    before = (tables / "table3_main.csv").read_text()
+    before = {p.name: p.read_text() for p in sorted(tables.iterdir())}
     shutil.rmtree(tables)
     proc = snakemake(finished_run, "--configfile", str(ROOT / "config" / "test.yaml"), "-n")
-    planned = proc.stdout + proc.stderr
-    assert "table" in planned and "train" not in planned.split("Job stats:")[-1].split("total")[0]
+    config = load_config(ROOT / "config" / "test.yaml")
+    assert _planned_jobs(proc) == {"table": len(config["tables"]), "report": 1, "all": 1}, proc.stdout[-3000:]
     snakemake(finished_run, "--configfile", str(ROOT / "config" / "test.yaml"))
-    assert (tables / "table3_main.csv").read_text() == before
+    assert {p.name: p.read_text() for p in sorted(tables.iterdir())} == before
+
+
+def test_every_table_in_three_formats_and_the_report_lists_them(finished_run):
+    results = finished_run / "results" / "test"
+    config = load_config(ROOT / "config" / "test.yaml")
+    report = (results / "report.md").read_text()
+    for name in config["tables"]:
+        tex = (results / "tables" / f"{name}.tex").read_text()
+        assert r"\begin{tabular}" in tex and r"\toprule" in tex and r"\bottomrule" in tex, name
+        assert "_" not in tex.split(r"\toprule")[1].replace(r"\_", ""), f"{name}.tex: unescaped _"
+        assert (results / "tables" / f"{name}.csv").read_text().count("\n") >= 2, name
+        assert f"<!-- table: {name} -->" in report and f"`tables/{name}.tex`" in report
+    assert "figures/fig7a.png" in report and "figures/fig7b.png" in report
+    assert "qwen3-4b" in report.split("## Notes")[1]          # absent models are named in the notes
+
+    def rows(name):
+        return list(csv.DictReader(open(results / "tables" / f"{name}.csv")))
+
+    design = {r["name"]: r for r in rows("table1_design")}
+    assert (design["hidden_rival"]["competition"], design["hidden_rival"]["exchange"]) == ("competition", "no exchange")
+    assert [n for n, r in design.items() if r["type"] == "method"] == list(config["methods"])   # config order
+    transfer = rows("table2_transfer")
+    assert [r["method"] for r in transfer] == ["zero_shot", "grpo", "agon", "agon (post hoc)"]
+    n_transfer = json.loads((results / "data" / "toy_math_easy" / "manifest.json").read_text())
+    assert all(r["benchmark"] == "transfer_easy" and int(r["n"]) == n_transfer["splits"]["heldout"]["count"]
+               for r in transfer)
+    assert float(transfer[1]["paper_gsm8k_pass_at_1"]) == 68 and float(transfer[1]["paper_math500_pass_at_1"]) == 52
+    # Table 4: Table 3's rows and counts, beside the paper's published intervals
+    main = {r["method"]: r for r in rows("table3_main")}
+    for r in rows("table4_ci"):
+        assert (r["k"], r["n"], r["ci_low"], r["ci_high"]) == tuple(main[r["method"]][c] for c in ("k", "n", "ci_low", "ci_high"))
+    assert float(next(r for r in rows("table4_ci") if r["method"] == "agon")["paper_ci_low"]) == 55.2
+    scaling = rows("table5_scaling")
+    absent = [r for r in scaling if r["status"]]
+    assert {r["model"] for r in absent} == {"qwen3-1.7b", "qwen3-4b", "qwen3.5-2b", "gemma-4-e4b"}
+    assert all(r["k"] == r["n"] == r["pass_at_1"] == "" and r["paper_pass_at_1"] for r in absent)
+    assert all(r["k"] for r in scaling if r["model"] == "toy")
+
+
+def test_figure_7b_from_snapshots(finished_run):
+    results = finished_run / "results" / "test"
+    config = load_config(ROOT / "config" / "test.yaml")
+    fig = config["figures"]["fig7b"]
+    for ext in ("png", "pdf"):
+        assert (results / "figures" / f"fig7b.{ext}").stat().st_size > 1000
+    points = list(csv.DictReader(open(results / "figures" / "fig7b.csv")))
+    assert [p["method"] for p in points[::3]] == fig["rows"]
+    assert {(p["step"], p["source"].split(" ")[0]) for p in points} == {("0", "untrained"), ("1", "snapshot"), ("2", "final")}
+    assert len({p["k"] for p in points if p["step"] == "0"}) == 1        # one common first point
+    for p in points:
+        assert int(p["n"]) == fig["problems"]
+    snaps = results / "train" / "toy" / "agon" / "seed0" / "snapshots"
+    assert json.loads((snaps / "snapshots.json").read_text())["steps"] == [1]
+    assert (snaps / "step1" / "B" / "adapter_model.safetensors").exists()
+    # the final point is the cell's own records on the figure's problems, the pick's direction on validation
+    agon = [p for p in points if p["method"] == "agon"]
+    chosen = agon[-1]["evaluation"]
+    assert agon[-1]["selected"] == f"{chosen} on validation"
+    main = next(r for r in csv.DictReader(open(results / "tables" / "table3_main.csv")) if r["method"] == "agon")
+    assert main["selected"] == agon[-1]["selected"]
+    records = _records(results, "agon", chosen)[: fig["problems"]]
+    assert int(agon[-1]["k"]) == sum(r["correct"] for r in records)
+
+
+def test_snakemake_html_report(finished_run):
+    """`snakemake --report` over the finished run (a separate invocation; rule all does not need it)."""
+    out = finished_run / "results" / "test" / "report.html"
+    snakemake(finished_run, "--configfile", str(ROOT / "config" / "test.yaml"), "--report", str(out))
+    html = out.read_text()
+    assert html.lstrip().lower().startswith("<!doctype html") and len(html) > 10000
+    for name in ("table3_main", "table2_transfer", "fig7b"):
+        assert name in html, name
 
 
 def test_bad_config_names_the_key(tmp_path):
@@ -124,6 +208,7 @@ def test_bad_config_names_the_key(tmp_path):
     proc = snakemake(tmp_path, "--configfile", str(bad), "-n", check=False)
     assert proc.returncode != 0
     assert "unknown config key 'train.problem_per_step'" in proc.stdout + proc.stderr
+
 
 def _cells(config, table):
     """The evaluation cells (trained method, or the untrained base) a table's rows read."""
@@ -168,3 +253,39 @@ def test_same_config_reproduces_splits_and_tables(finished_run, tmp_path):
         assert a.read_text() == b.read_text(), f"{name} differs between runs"
     rows = list(csv.DictReader(open(second / "tables" / f"{table}.csv")))
     assert any(r["n"] and r["ci_high"] for r in rows), rows  # numbers, not only absent rows
+
+
+def test_code_domain_table6(finished_run):
+    """Table 6, the toy code domain: its own base and only the cells the table reads, every
+    program graded in the sandbox (outcomes counted apart), the paper's numbers beside ours."""
+    results = finished_run / "results" / "test"
+    config = load_config(ROOT / "config" / "test.yaml")
+    manifest = json.loads((results / "data" / "toy_code" / "manifest.json").read_text())
+    n = manifest["splits"]["heldout"]["count"]
+    assert n == 12 and set(manifest["splits"]["heldout"]["by_difficulty"]) <= {"1", "2", "3", "4"}
+    assert (results / "models" / "toy_code" / "base" / "agon_base.json").exists()
+
+    rows = list(csv.DictReader(open(results / "tables" / "table6_code.csv")))
+    assert [r["method"] for r in rows if not r["method"].endswith("(post hoc)")] == ["zero_shot", "grpo", "coop", "agon"]
+    for row in rows:
+        evaluation = row["selected"].split(" on ")[0] if row["selected"] else row["method"]
+        cell = config["evaluations"][evaluation]["method"] or "untrained"
+        path = results / "eval" / "toy_code" / cell / "seed0" / f"{evaluation}.code_heldout.jsonl"
+        records = [json.loads(line) for line in open(path)]
+        assert row["model"] == "toy_code" and len(records) == n == int(row["n"])
+        assert int(row["k"]) == sum(r["correct"] for r in records)
+    agon = next(r for r in rows if r["method"] == "agon")
+    assert float(agon["paper_pass_at_1"]) == 34.0 and agon["selected"].endswith("on code_validation")
+    # the workflow derives the cells from the tables: only Table 6's run for the code model
+    assert sorted(p.name for p in (results / "train" / "toy_code").iterdir()) == ["agon", "coop", "grpo"]
+    assert sorted(p.name for p in (results / "eval" / "toy_code").iterdir()) == ["agon", "coop", "grpo", "untrained"]
+
+    # the code path ran for real: programs reached the sandbox, and the harness never failed
+    graders = [s["grader"] for p in (results / "eval" / "toy_code").glob("*/seed0/provenance.json")
+               for s in json.loads(p.read_text())["summary"].values()]
+    graders += [json.loads(p.read_text())["grader"]
+                for p in (results / "train" / "toy_code").glob("*/seed0/adapters/train_summary.json")]
+    assert len(graders) == 10 + 3  # zero_shot, grpo, coop_ab/ba and agon_ab/ba on two benchmarks; 3 cells
+    assert sum(g.get("programs", 0) for g in graders) > 0 and sum(g.get("sandbox_runs", 0) for g in graders) > 0
+    assert all(g.get("harness_error", 0) == 0 for g in graders), graders
+    assert "Table 6 - code domain" in (results / "report.md").read_text()

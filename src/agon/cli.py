@@ -95,6 +95,9 @@ def _load_model(spec: dict):
     from .prompts import PromptFormat
 
     base, tokenizer = load_base(spec["base_path"], spec.get("dtype", "float32"))
+    if spec.get("attn_implementation"):
+        # `eager` beats SDPA on CPU for the toy model's short sequences (benchmarks/train_speed.py)
+        base.set_attn_implementation(spec["attn_implementation"])
     return base, tokenizer, PromptFormat(spec["prompt_style"], tokenizer, thinking=spec.get("thinking"))
 
 
@@ -133,13 +136,18 @@ def _check_resume_key(ckpt_dir: Path, key: dict) -> None:
 
 
 def cmd_train(args) -> None:
+    from . import precision
+    from .generate import make_backend
     from .rl.trainer import Trainer
 
     spec = _spec(args.spec)
     _threads(spec["threads"])
     base, tokenizer, fmt = _load_model(spec)
     problems = io.read_jsonl(args.train)
-    trainer = Trainer(base, tokenizer, fmt, spec["train"], spec["method"], spec["sampling"], spec["seed"])
+    resolved = precision.resolve(spec.get("precision", "fp32"))
+    trainer = Trainer(base, tokenizer, fmt, spec["train"], spec["method"], spec["sampling"], spec["seed"],
+                      precision_name=resolved,
+                      backend_factory=lambda model: make_backend(spec, model, tokenizer, resolved))
     ckpt_dir = Path(args.checkpoint_dir)
     ckpt_dir.mkdir(parents=True, exist_ok=True)
     key = _resume_key(spec, args.train)
@@ -147,7 +155,7 @@ def cmd_train(args) -> None:
     metrics = Path(args.metrics)
     t0 = time.time()
     trainer.fit(problems, ckpt_dir / "metrics.jsonl", ckpt_dir / "checkpoint.pt", log=_log,
-                stop_after=args.stop_after)
+                stop_after=args.stop_after, snapshot_dir=ckpt_dir / "snapshots")
     total = trainer.plan(problems)[1]
     if trainer.terminated and trainer.step < total:
         # Slurm's warning before SIGKILL (preemption, time limit): fail, so the retry resumes.
@@ -163,9 +171,33 @@ def cmd_train(args) -> None:
     io.write_jsonl(metrics, history)
     io.write_json(out / "train_summary.json", {
         "adapters": list(trainer.adapters), "steps": trainer.step, "seconds": round(time.time() - t0, 1),
-        "grader": trainer.grader.counts, "provenance": io.provenance(spec, spec["seed"]),
+        "grader": trainer.grader.counts, "precision": resolved,
+        "provenance": io.provenance(spec, spec["seed"]),
     })
+    if args.snapshots:
+        _publish_snapshots(ckpt_dir / "snapshots", Path(args.snapshots), spec["train"].get("snapshot_every"), total)
     io.write_json(ckpt_dir / "resume_key.json", {**key, "finished": True})
+
+
+def _publish_snapshots(src: Path, out: Path, every: int | None, total: int) -> None:
+    """The run's adapter snapshots (Figure 7b) into the declared output, atomically.
+
+    They are written under the checkpoint folder while training (a resumed job keeps
+    the earlier ones); only this run's steps are published, with snapshots.json."""
+    import shutil
+
+    steps = list(range(every, total, every)) if every else []
+    missing = [k for k in steps if not (src / f"step{k}").is_dir()]
+    if missing:
+        raise ValueError(f"train: adapter snapshots missing for steps {missing} in {src}")
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for k in steps:
+        shutil.copytree(src / f"step{k}", tmp / f"step{k}")
+    io.write_json(tmp / "snapshots.json", {"every": every, "steps": steps, "total_steps": total})
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
 
 
 def cmd_evaluate(args) -> None:
@@ -176,17 +208,20 @@ def cmd_evaluate(args) -> None:
     """
     import shutil
 
+    from . import precision
     from .evaluate import protocols
+    from .generate import make_backend
     from .models import load_adapters
     from .verify.grading import Grader
 
     spec = _spec(args.spec)
     _threads(spec["threads"])
     base, tokenizer, fmt = _load_model(spec)
-    model = base
-    if spec["adapters"]:
-        model = load_adapters(base, {n: str(Path(spec["adapter_dir"]) / n) for n in spec["adapters"]})
-    sample = protocols.make_sampler(model, tokenizer, spec["sampling"], spec["seed"])
+    adapter_dirs = {n: str(Path(spec["adapter_dir"]) / n) for n in spec["adapters"]}
+    model = load_adapters(base, adapter_dirs) if adapter_dirs else base
+    resolved = precision.resolve(spec.get("precision", "fp32"))
+    backend = make_backend(spec, model, tokenizer, resolved, adapter_dirs=adapter_dirs)
+    sample = protocols.make_sampler(backend, spec["sampling"], spec["seed"])
     resume = Path(args.resume_dir)
     resume.mkdir(parents=True, exist_ok=True)
     summary = {}
@@ -209,7 +244,7 @@ def cmd_evaluate(args) -> None:
     tmp = out.with_name(out.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.copytree(resume, tmp)
-    io.write_json(tmp / "provenance.json", {"summary": summary,
+    io.write_json(tmp / "provenance.json", {"summary": summary, "precision": resolved,
                                             "provenance": io.provenance(spec, spec["seed"])})
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
@@ -224,10 +259,34 @@ def cmd_fetch_model(args) -> None:
 
 
 def cmd_table(args) -> None:
-    from .report import tables
+    from .report import design, tables
 
     spec = _spec(args.spec)
-    tables.write_table(spec, args.records, Path(args.out_prefix), args.reported)
+    if spec.get("kind") == "design":
+        design.write_design(spec, Path(args.out_prefix), args.reported)
+    else:
+        tables.write_table(spec, args.records, Path(args.out_prefix), args.reported)
+
+
+def cmd_curve(args) -> None:
+    """Figure 7b: one row's adapter snapshots of one cell on the figure's held-out subset."""
+    from .evaluate import curves
+
+    spec = _spec(args.spec)
+    _threads(spec["threads"])
+    curves.run_curve(spec, log=_log)
+
+
+def cmd_figure7b(args) -> None:
+    from .evaluate import curves
+    from .report import figures
+
+    points = curves.load_points(args.points)
+    if len({p["model"] for p in points}) > 1:
+        points = [{**p, "method": f"{p['method']} ({p['model']})"} for p in points]
+    figures.training_curves(points, args.out_prefix, "Figure 7b - held-out pass@1 during training")
+    io.write_csv(f"{args.out_prefix}.csv", points,
+                 ["method", "model", "seed", "step", "k", "n", "evaluation", "selected", "source"])
 
 
 def cmd_report(args) -> None:
@@ -241,7 +300,7 @@ def cmd_report(args) -> None:
     rows = []
     with open(args.figure_table) as f:
         for r in csv.DictReader(f):
-            if r["seed"] == "mean" or r["method"].endswith("(post hoc)"):
+            if r["seed"] in ("mean", "") or r["method"].endswith("(post hoc)") or r.get("status"):
                 continue
             rows.append({**r, "seed": int(r["seed"]),
                          **{k: float(r[k]) for k in ("pass_at_1", "ci_low", "ci_high", "mean_length")}})
@@ -253,13 +312,23 @@ def cmd_report(args) -> None:
     for path in sorted(args.provenance):
         record = io.read_json(path)
         provenance.append({"file": path, **record["provenance"]})
-    tables = {Path(p).stem: Path(p).read_text() for p in args.tables}
     rel = lambda p: str(Path(p).resolve().relative_to(out.parent.resolve()))  # noqa: E731
+    tables, notes = {}, list(spec.get("notes", []))
+    for p in args.tables:
+        p = Path(p)
+        files = ", ".join(f"`{rel(p.with_suffix(ext))}`" for ext in (".csv", ".md", ".tex"))
+        tables[p.stem] = p.read_text().rstrip("\n") + f"\n\nFiles: {files}.\n"
+        absent = sorted({r["model"] for r in csv.DictReader(open(p.with_suffix(".csv"))) if r.get("status")})
+        if absent:
+            notes.append(f"{p.stem}: {', '.join(absent)} absent at this scale (not configured in this run); "
+                         "only the paper's numbers are shown for them.")
+    figs = {"Figure 7a: pass@1 (95% CI) against mean final-stage length; "
+            "hollow markers: the paper's Qwen3-0.6B numbers": rel(f"{fig_prefix}.png")}
+    if args.fig7b:
+        figs["Figure 7b: held-out pass@1 (95% CI band) of adapter snapshots during training; step 0 is "
+             "the untrained base, the last point the final adapters (points: figures/fig7b.csv)"] = rel(args.fig7b)
     report.write_report(out, title=f"Agon reproduction - run {spec['run']}", config=spec,
-                        tables=tables,
-                        figures={"Figure 7a: pass@1 (95% CI) against mean final-stage length; "
-                                 "hollow markers: the paper's Qwen3-0.6B numbers": rel(f"{fig_prefix}.png")},
-                        provenance=provenance, notes=spec.get("notes", []))
+                        tables=tables, figures=figs, provenance=provenance, notes=notes)
 
 
 PROVENANCE_FILES = ("provenance.json", "train_summary.json", "agon_base.json", "manifest.json")
@@ -318,6 +387,7 @@ def main(argv=None) -> None:
     p.add_argument("--metrics", required=True, help="per-step metrics (jsonl)")
     p.add_argument("--checkpoint-dir", required=True, help="resumable state, outside declared outputs")
     p.add_argument("--stop-after", type=int, default=None, help="stop after N steps (resume testing)")
+    p.add_argument("--snapshots", default=None, help="adapter snapshots for Figure 7b (train.snapshot_every)")
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("evaluate", help="every evaluation of one trained cell, on every benchmark")
@@ -327,7 +397,7 @@ def main(argv=None) -> None:
 
     p = sub.add_parser("table", help="aggregate per-problem records into a table")
     p.add_argument("--spec", required=True)
-    p.add_argument("--records", nargs="+", required=True)
+    p.add_argument("--records", nargs="*", default=[], help="per-problem records (none for Table 1)")
     p.add_argument("--reported", default=None, help="the paper's numbers (config/reported.yaml)")
     p.add_argument("--out-prefix", required=True)
     p.set_defaults(func=cmd_table)
@@ -339,8 +409,18 @@ def main(argv=None) -> None:
     p.add_argument("--figure-prefix", required=True)
     p.add_argument("--reported", required=True)
     p.add_argument("--provenance", nargs="*", default=[], help="provenance.json files of the cells")
+    p.add_argument("--fig7b", default=None, help="Figure 7b's png, listed in the report")
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("curve", help="Figure 7b: evaluate one row's adapter snapshots of one cell")
+    p.add_argument("--spec", required=True)
+    p.set_defaults(func=cmd_curve)
+
+    p = sub.add_parser("figure7b", help="Figure 7b from the curve jobs' points")
+    p.add_argument("--points", nargs="*", default=[], help="curve files (none: a figure saying so)")
+    p.add_argument("--out-prefix", required=True)
+    p.set_defaults(func=cmd_figure7b)
 
     p = sub.add_parser("provenance", help="print where a result file came from")
     p.add_argument("path", help="any file or folder under results/<run>/")

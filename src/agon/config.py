@@ -115,22 +115,90 @@ def check_references(config: dict, source: str = "config") -> None:
             if c not in evaluations:
                 problems.append(f"picks.{name}: unknown evaluation {c!r}")
     for name, table in config["tables"].items():
-        for key in ("benchmark", "select_on"):
-            if key in table and table[key] not in config["benchmarks"]:
-                problems.append(f"tables.{name}.{key}: unknown benchmark {table[key]!r}")
-        if "select_on" not in table and any(r in picks for r in table["rows"]) \
-                and "validation" not in config["benchmarks"]:
-            problems.append(f"tables.{name}: picks need a 'validation' benchmark or select_on")
-        for row in table["rows"]:
-            if row not in evaluations and row not in picks:
-                problems.append(f"tables.{name}.rows: unknown evaluation or pick {row!r}")
-        if "baseline" in table and table["baseline"] not in table["rows"]:
-            problems.append(f"tables.{name}.baseline: {table['baseline']!r} is not one of its rows")
-        for model in table["models"]:
-            if model not in config["models"]:
-                problems.append(f"tables.{name}.models: unknown model {model!r}")
+        problems += _table_problems(name, table, config)
+    problems += _figure_problems(config)
     if problems:
         raise ConfigError(f"{source}: invalid config:\n  " + "\n  ".join(problems))
+
+
+def _table_problems(name: str, table: dict, config: dict) -> list[str]:
+    """A table's references. Its models need not be configured: a model absent from this run
+    (e.g. the paper's Qwen3-4B at toy scale) renders as `absent at this scale`; so may its
+    benchmarks when no model of the table is configured."""
+    out = []
+    where = f"tables.{name}"
+    if table.get("kind", "results") == "design":
+        extra = [k for k in ("benchmark", "benchmarks", "select_on", "baseline", "models", "rows", "paper")
+                 if k in table]
+        if extra:
+            out.append(f"{where}: a design table (Table 1) is built from `methods`; drop {', '.join(extra)}")
+        return out
+    for key in ("models", "rows"):
+        if key not in table:
+            out.append(f"missing config key(s) '{where}.{key}'")
+    if ("benchmark" in table) == ("benchmarks" in table):
+        out.append(f"{where}: give exactly one of 'benchmark' (one) or 'benchmarks' (a list)")
+    if out:
+        return out
+    picks, evaluations = config.get("picks", {}), config["evaluations"]
+    configured = [m for m in table["models"] if m in config["models"]]
+    benchmarks = table.get("benchmarks") or [table["benchmark"]]
+    if configured:
+        for bench in benchmarks + [table[k] for k in ("select_on",) if k in table]:
+            if bench not in config["benchmarks"]:
+                out.append(f"{where}: unknown benchmark {bench!r} (defined: {', '.join(config['benchmarks'])})")
+    if len(set(benchmarks)) != len(benchmarks):
+        out.append(f"{where}.benchmarks: a benchmark is listed twice")
+    if configured and "select_on" not in table and any(r in picks for r in table["rows"]) \
+            and "validation" not in config["benchmarks"]:
+        out.append(f"{where}: picks need a 'validation' benchmark or select_on")
+    for row in table["rows"]:
+        if row not in evaluations and row not in picks:
+            out.append(f"{where}.rows: unknown evaluation or pick {row!r}")
+    if "baseline" in table and table["baseline"] not in table["rows"]:
+        out.append(f"{where}.baseline: {table['baseline']!r} is not one of its rows")
+    paper_bench = (table.get("paper") or {}).get("benchmark")
+    if isinstance(paper_bench, dict):
+        for ours in paper_bench:
+            if ours not in benchmarks:
+                out.append(f"{where}.paper.benchmark: {ours!r} is not one of the table's benchmarks")
+    return out
+
+
+def _figure_problems(config: dict) -> list[str]:
+    figures = config.get("figures") or {}
+    out = []
+    fig7a = figures.get("fig7a") or {}
+    if "table" in fig7a:
+        t = config["tables"].get(fig7a["table"])
+        if t is None or t.get("kind", "results") != "results":
+            out.append(f"figures.fig7a.table: {fig7a['table']!r} is not a results table")
+    f = figures.get("fig7b")
+    if not f:
+        return out
+    evaluations, picks = config["evaluations"], config.get("picks", {})
+    for key in ("benchmark", "select_on"):
+        if key in f and f[key] not in config["benchmarks"]:
+            out.append(f"figures.fig7b.{key}: unknown benchmark {f[key]!r}")
+    for model in f["models"]:
+        if model not in config["models"]:
+            out.append(f"figures.fig7b.models: unknown model {model!r}")
+    step0 = evaluations.get(f["step0"])
+    if step0 is None or step0["method"] is not None or step0["protocol"] != "single":
+        out.append(f"figures.fig7b.step0: {f['step0']!r} is not an untrained single-pass evaluation")
+    for row in f["rows"]:
+        if row not in evaluations and row not in picks:
+            out.append(f"figures.fig7b.rows: unknown evaluation or pick {row!r}")
+            continue
+        methods = {evaluations[e]["method"] for e in picks.get(row, [row]) if e in evaluations}
+        if len(methods) != 1 or None in methods:
+            out.append(f"figures.fig7b.rows: {row!r} must evaluate one trained method "
+                       f"(got {sorted(map(str, methods))})")
+    if "select_on" not in f and any(r in picks for r in f["rows"]) and "validation" not in config["benchmarks"]:
+        out.append("figures.fig7b: picks need a 'validation' benchmark or select_on")
+    if not config["train"].get("snapshot_every"):
+        out.append("figures.fig7b: needs train.snapshot_every (adapter snapshots during training)")
+    return out
 
 
 def merge(base: dict, overlay: dict) -> dict:

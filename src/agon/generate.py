@@ -142,3 +142,28 @@ class TransformersBackend:
 
     def sample(self, adapter: str | None, prompts: list[str], sampling: dict, seed: int) -> list[Completion]:
         return generate(self.model_for(adapter), self.tokenizer, prompts, sampling, seed)
+
+
+def make_backend(spec: dict, model, tokenizer, resolved_precision: str,
+                 adapter_dirs: dict[str, str] | None = None) -> Backend:
+    """The backend a job's spec asks for (`generation.backend`, default transformers).
+
+    Training passes its live PeftModel (`adapter_dirs=None`; the trainer syncs
+    the adapters into the backend); evaluation passes the saved adapter
+    directories it loaded. vLLM is imported only when configured.
+    """
+    from . import precision
+
+    generation = spec.get("generation") or {}
+    backend = generation.get("backend", "transformers")
+    if backend == "transformers":
+        return TransformersBackend(model, tokenizer, precision.dtype(resolved_precision))
+    if backend == "vllm":
+        from .vllm_backend import VllmBackend, engine_config
+
+        engine, root = engine_config(generation), generation.get("adapter_root")
+        if adapter_dirs is not None:
+            return VllmBackend.from_adapter_dirs(spec["base_path"], tokenizer, adapter_dirs, engine,
+                                                 adapter_root=root)
+        return VllmBackend(spec["base_path"], tokenizer, spec["train"]["lora"], engine, adapter_root=root)
+    raise ValueError(f"generation.backend: unknown backend {backend!r}; known: transformers, vllm")

@@ -1,8 +1,19 @@
-# Tables from per-problem records only; run locally, never as cluster jobs.
+# Tables, figures and the run report from result files only (per-problem records,
+# curve points, provenance): local rules, never cluster jobs, and no training or
+# evaluation job is ever downstream of them, so deleting results/<run>/tables
+# reruns just these.
+#
+# Snakemake's HTML report is a separate invocation over a finished run:
+#   snakemake --report results/<run>/report.html      (add --configfile ... for another run)
+# It gathers the outputs flagged report() below, with the captions in workflow/report/.
+
+
+report: "../report/workflow.rst"
 
 
 localrules:
     table,
+    figure_7b,
     report,
 
 
@@ -11,8 +22,12 @@ rule table:
         cells=table_cells,
         reported=ROOT / "config" / "reported.yaml",
     output:
-        csv=f"{R}/tables/{{table}}.csv",
-        md=f"{R}/tables/{{table}}.md",
+        csv=report(f"{R}/tables/{{table}}.csv", caption="../report/table.rst", category="Tables",
+                   labels={"table": "{table}", "format": "csv"}),
+        md=report(f"{R}/tables/{{table}}.md", caption="../report/table.rst", category="Tables",
+                  labels={"table": "{table}", "format": "md"}),
+        tex=report(f"{R}/tables/{{table}}.tex", caption="../report/table.rst", category="Tables",
+                   labels={"table": "{table}", "format": "tex"}),
     params:
         spec=table_spec,
         records=table_records,
@@ -26,18 +41,42 @@ rule table:
         "--out-prefix {params.prefix} > {log} 2>&1"
 
 
+rule figure_7b:
+    input:
+        curves=curve_files(),
+    output:
+        png=report(f"{R}/figures/fig7b.png", caption="../report/fig7b.rst", category="Figures",
+                   labels={"figure": "7b", "format": "png"}),
+        pdf=report(f"{R}/figures/fig7b.pdf", caption="../report/fig7b.rst", category="Figures",
+                   labels={"figure": "7b", "format": "pdf"}),
+        csv=report(f"{R}/figures/fig7b.csv", caption="../report/fig7b.rst", category="Figures",
+                   labels={"figure": "7b", "format": "csv"}),
+    params:
+        prefix=lambda wc, output: output.png.removesuffix(".png"),
+    log:
+        f"{R}/logs/figures/fig7b.log",
+    conda:
+        "../../envs/cpu.yaml"
+    shell:
+        "agon figure7b --points {input.curves} --out-prefix {params.prefix} > {log} 2>&1"
+
+
 rule report:
     input:
         tables=expand(f"{R}/tables/{{table}}.md", table=config["tables"]),
-        figure_table=f"{R}/tables/{FIGURE_7A_TABLE}.csv",
+        figure_table=f"{R}/tables/{FIG7A_TABLE}.csv",
+        fig7b=f"{R}/figures/fig7b.png",
         cells=all_cells,
         reported=ROOT / "config" / "reported.yaml",
     output:
         report=f"{R}/report.md",
-        fig7a=multiext(f"{R}/figures/fig7a", ".png", ".pdf"),
+        fig7a=report(f"{R}/figures/fig7a.png", caption="../report/fig7a.rst", category="Figures",
+                     labels={"figure": "7a", "format": "png"}),
+        fig7a_pdf=report(f"{R}/figures/fig7a.pdf", caption="../report/fig7a.rst", category="Figures",
+                         labels={"figure": "7a", "format": "pdf"}),
     params:
         spec=lambda wc: spec_json(config),
-        prefix=lambda wc, output: output.fig7a[0].removesuffix(".png"),
+        prefix=lambda wc, output: output.fig7a.removesuffix(".png"),
         provenance=lambda wc, input: [f"{c}/provenance.json" for c in input.cells],
     log:
         f"{R}/logs/report.log",
@@ -45,5 +84,5 @@ rule report:
         "../../envs/cpu.yaml"
     shell:
         "agon report --spec {params.spec:q} --tables {input.tables} --figure-table {input.figure_table} "
-        "--figure-prefix {params.prefix} --reported {input.reported} --provenance {params.provenance} "
-        "--out {output.report} > {log} 2>&1"
+        "--figure-prefix {params.prefix} --fig7b {input.fig7b} --reported {input.reported} "
+        "--provenance {params.provenance} --out {output.report} > {log} 2>&1"

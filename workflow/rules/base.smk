@@ -38,7 +38,8 @@ rule base:
     wildcard_constraints:
         model=name_regex(models_of_kind("toy")),
     params:
-        spec=lambda wc: spec_json(config["models"][wc.model]["base"]),
+        spec=lambda wc: spec_json({**config["models"][wc.model]["base"], "precision": config["precision"],
+                                   "attn_implementation": config["models"][wc.model].get("attn_implementation")}),
     threads: lambda wc: config["models"][wc.model]["base"].get("threads", 1)
     resources:
         **rule_resources("base"),

@@ -11,6 +11,8 @@ wildcard_constraints:
     method="[A-Za-z0-9_]+",
     cell="[A-Za-z0-9_]+",
     seed="[0-9]+",
+    row="[A-Za-z0-9_]+",
+    table="[A-Za-z0-9_]+",
 
 
 SPLITS = ["heldout", "validation", "train"]
@@ -33,9 +35,16 @@ def train_data_path(wc):
     return split_path(config["models"][wc.model]["train_data"], "train")
 
 
+# A toy base's generator cannot write the other toy domain's prompts: those splits are
+# left out of its inputs (so adding the code domain leaves the math base's job as it was).
+OTHER_TOY_SOURCE = {"math": "toy_code", "code": "toy_math"}
+
+
 def unseen_splits(wc):
-    """Every dataset's held-out and validation split: a toy base never trains on them."""
-    return [split_path(d, s) for d in config["datasets"] for s in ("heldout", "validation")]
+    """Every dataset's held-out and validation split (but the other toy domain's): a toy base never trains on them."""
+    other = OTHER_TOY_SOURCE[config["models"][wc.model]["base"].get("domain", "math")]
+    return [split_path(d, s) for d, spec in config["datasets"].items() if spec["source"] != other
+            for s in ("heldout", "validation")]
 
 
 def model_source(model):
@@ -82,7 +91,8 @@ def fetch_spec(wc):
 
 def model_spec(model):
     m = config["models"][model]
-    spec = {"base_path": base_path(model), "prompt_style": m["prompt_style"]}
+    spec = {"base_path": base_path(model), "prompt_style": m["prompt_style"],
+            "attn_implementation": m.get("attn_implementation")}
     # only when set, so a toy model's spec (and its jobs' params) stay as they were
     spec.update({k: m[k] for k in ("dtype", "thinking") if k in m})
     return spec
@@ -105,14 +115,27 @@ def adapter_names(method):
     return list(adapters_for(config["methods"][method]))
 
 
+def model_train(model):
+    """The `train` section of one model's cells: models.<model>.train merged over the top-level one."""
+    from agon.config import merge
+
+    return merge(config["train"], config["models"][model].get("train", {}))
+
+
+def model_sampling(model, phase):
+    """Sampling of one model's `phase` (train | eval): models.<model>.sampling.<phase> over the top-level one."""
+    return {**config["sampling"][phase], **config["models"][model].get("sampling", {}).get(phase, {})}
+
+
 def train_spec(wc):
     return spec_json({
         **model_spec(wc.model),
         "method": config["methods"][wc.method],
-        "train": config["train"],
-        "sampling": config["sampling"]["train"],
+        "train": model_train(wc.model),
+        "sampling": model_sampling(wc.model, "train"),
         "seed": int(wc.seed),
         "threads": config["threads"],
+        "precision": config["precision"],
         **generation_spec(),
     })
 
@@ -133,11 +156,13 @@ def records_path(model, evaluation, seed, benchmark):
 
 
 def eval_needs(model, cell):
-    """(evaluation, benchmark) pairs of one cell that some table reads, in config order."""
+    """(evaluation, benchmark) pairs of one cell that some table or Figure 7b reads, in config order."""
     needs = []
     for table, t in config["tables"].items():
-        if model in t["models"]:
+        if model in t.get("models", []):
             needs += [(e, b) for e, b in table_needs(table) if cell_of(e) == cell]
+    if FIG7B and model in FIG7B["models"]:
+        needs += [(e, b) for e, b in figure_needs() if cell_of(e) == cell]
     return list(dict.fromkeys(needs))
 
 
@@ -163,30 +188,52 @@ def eval_spec(wc, input, output):
         "needs": needs,
         "benchmarks": {b: input[f"benchmark_{b}"] for _, b in needs},
         "out_dir": output[0],
-        "sampling": config["sampling"]["eval"],
+        "sampling": model_sampling(wc.model, "eval"),
         "seed": int(wc.seed),
         "threads": config["threads"],
+        "precision": config["precision"],
         **generation_spec(),
     })
 
 
-def table_needs(table):
-    """(evaluation, benchmark) pairs a table reads; a pick needs its candidates on two benchmarks."""
-    t = config["tables"][table]
+def is_design(table):
+    return config["tables"][table].get("kind", "results") == "design"
+
+
+def table_benchmarks(t):
+    """A table's benchmarks: `benchmarks`, or the one `benchmark` (one block of rows each)."""
+    return list(t.get("benchmarks") or [t["benchmark"]])
+
+
+def table_models(table):
+    """The table's models this run configures; the others render `absent at this scale`."""
+    return [m for m in config["tables"][table].get("models", []) if m in config["models"]]
+
+
+def row_needs(rows, benchmarks, select_on):
+    """(evaluation, benchmark) pairs of rows on benchmarks; a pick also needs its candidates on select_on."""
     picks = config.get("picks", {})
     needs = []
-    for row in t["rows"]:
-        for evaluation in picks.get(row, [row]):
-            needs.append((evaluation, t["benchmark"]))
-            if row in picks:
-                needs.append((evaluation, t.get("select_on", "validation")))
+    for benchmark in benchmarks:
+        for row in rows:
+            for evaluation in picks.get(row, [row]):
+                needs.append((evaluation, benchmark))
+                if row in picks:
+                    needs.append((evaluation, select_on))
     return list(dict.fromkeys(needs))
 
 
-def records_of(table):
+def table_needs(table):
+    """(evaluation, benchmark) pairs a table reads (none for Table 1, the design, or without a configured model)."""
     t = config["tables"][table]
+    if is_design(table) or not table_models(table):
+        return []
+    return row_needs(t["rows"], table_benchmarks(t), t.get("select_on", "validation"))
+
+
+def records_of(table):
     return [records_path(model, evaluation, seed, benchmark)
-            for model in t["models"] for seed in config["seeds"]
+            for model in table_models(table) for seed in config["seeds"]
             for evaluation, benchmark in table_needs(table)]
 
 
@@ -205,14 +252,101 @@ def table_cells(wc):
 
 def table_spec(wc):
     t = config["tables"][wc.table]
+    if is_design(wc.table):
+        # the spec's JSON sorts keys: the orders travel as lists
+        return spec_json({**t, "methods": config["methods"], "evaluations": config["evaluations"],
+                          "method_order": list(config["methods"]),
+                          "evaluation_order": list(config["evaluations"])})
     picks = config.get("picks", {})
     return spec_json({
         **t,
         "seeds": config["seeds"],
         "picks": {row: picks[row] for row in t["rows"] if row in picks},
-        "paper_models": {m: config["models"][m].get("paper_model") for m in t["models"]},
+        "paper_models": {m: config["models"][m].get("paper_model") for m in table_models(wc.table)},
+        "absent_models": [m for m in t["models"] if m not in config["models"]],
     })
 
 
 def all_cells(wc):
-    return sorted({cell for table in config["tables"] for cell in cells_of(table)})
+    cells = {cell for table in config["tables"] for cell in cells_of(table)}
+    return sorted(cells | {os.path.dirname(p) for p in figure_records()})
+
+
+# --- Figure 7b: adapter snapshots evaluated during training ------------------------
+
+FIG7B = (config.get("figures") or {}).get("fig7b")
+# Figure 7a plots one results table's rows (figures.fig7a.table, else the first results table).
+FIG7A_TABLE = (config.get("figures") or {}).get("fig7a", {}).get("table") or next(
+    (t for t in config["tables"] if not is_design(t)), None)
+
+
+def figure_rows():
+    return FIG7B["rows"] if FIG7B else []
+
+
+def figure_select_on():
+    return FIG7B.get("select_on", "validation")
+
+
+def figure_needs():
+    """(evaluation, benchmark) pairs Figure 7b reads from the evaluation jobs: step 0 (the
+    untrained base), each row's final records and, for a pick, its candidates on select_on."""
+    if not FIG7B:
+        return []
+    return list(dict.fromkeys([(FIG7B["step0"], FIG7B["benchmark"])]
+                              + row_needs(FIG7B["rows"], [FIG7B["benchmark"]], figure_select_on())))
+
+
+def figure_records():
+    if not FIG7B:
+        return []
+    return [records_path(model, evaluation, seed, benchmark)
+            for model in FIG7B["models"] for seed in config["seeds"]
+            for evaluation, benchmark in figure_needs()]
+
+
+def curve_method(row):
+    """The trained method a Figure 7b row evaluates (its candidates share it; config.py checks)."""
+    return cell_of(config.get("picks", {}).get(row, [row])[0])
+
+
+def curve_files():
+    return [f"{R}/curves/{model}/{row}/seed{seed}.jsonl"
+            for model in (FIG7B["models"] if FIG7B else []) for row in figure_rows() for seed in config["seeds"]]
+
+
+def curve_inputs(wc):
+    cell = f"{R}/train/{wc.model}/{curve_method(wc.row)}/seed{wc.seed}"
+    return {"base": base_path(wc.model), "benchmark": benchmark_path(FIG7B["benchmark"]),
+            "snapshots": f"{cell}/snapshots", "adapters": f"{cell}/adapters",
+            "evals": f"{R}/eval/{wc.model}/{curve_method(wc.row)}/seed{wc.seed}",
+            "untrained": f"{R}/eval/{wc.model}/{UNTRAINED}/seed{wc.seed}"}
+
+
+def curve_spec(wc, input, output):
+    picks = config.get("picks", {})
+    method = curve_method(wc.row)
+    candidates = picks.get(wc.row)
+    return spec_json({
+        **model_spec(wc.model),
+        "row": wc.row,
+        "model": wc.model,
+        "seed": int(wc.seed),
+        "evaluation": None if candidates else wc.row,
+        "candidates": candidates,
+        "select_on": figure_select_on(),
+        "evaluations": {e: config["evaluations"][e] for e in (candidates or [wc.row])},
+        "adapters": adapter_names(method),
+        "benchmark": FIG7B["benchmark"],
+        "benchmark_path": input.benchmark,
+        "problems": FIG7B["problems"],
+        "snapshots": input.snapshots,
+        "adapter_dir": input.adapters,
+        "eval_dir": input.evals,
+        "step0": {"evaluation": FIG7B["step0"], "eval_dir": input.untrained},
+        "sampling": model_sampling(wc.model, "eval"),
+        "threads": config["threads"],
+        "precision": config["precision"],
+        **generation_spec(),
+        "out": output[0],
+    })

@@ -9,6 +9,8 @@ rule train:
     output:
         adapters=directory(f"{R}/train/{{model}}/{{method}}/seed{{seed}}/adapters"),
         metrics=f"{R}/train/{{model}}/{{method}}/seed{{seed}}/metrics.jsonl",
+        # every train.snapshot_every steps, for Figure 7b (snapshots.json lists the steps)
+        snapshots=directory(f"{R}/train/{{model}}/{{method}}/seed{{seed}}/snapshots"),
     params:
         spec=train_spec,
         checkpoints=f"{R}/checkpoints/{{model}}/{{method}}/seed{{seed}}",
@@ -21,4 +23,5 @@ rule train:
         "../../envs/gpu.yaml"
     shell:
         "agon train --spec {params.spec:q} --train {input.train} --out {output.adapters} "
-        "--metrics {output.metrics} --checkpoint-dir {params.checkpoints} > {log} 2>&1"
+        "--metrics {output.metrics} --snapshots {output.snapshots} --checkpoint-dir {params.checkpoints} "
+        "> {log} 2>&1"

@@ -79,14 +79,14 @@ def make_sample(spec: dict, adapter_dirs: dict[str, str], seed: int):
     its sampler (cli.cmd_evaluate: model, precision, generation backend, make_sampler)."""
     from .. import precision
     from ..cli import _load_model
-    from ..generate import TransformersBackend
+    from ..generate import make_backend
     from ..models import load_adapters
     from . import protocols
 
     base, tokenizer, fmt = _load_model(spec)
     model = load_adapters(base, adapter_dirs) if adapter_dirs else base
     resolved = precision.resolve(spec.get("precision", "fp32"))
-    backend = TransformersBackend(model, tokenizer, precision.dtype(resolved))
+    backend = make_backend(spec, model, tokenizer, resolved, adapter_dirs=adapter_dirs)
     return protocols.make_sampler(backend, spec["sampling"], seed), fmt
 
 

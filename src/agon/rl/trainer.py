@@ -26,8 +26,8 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from .. import io, prompts
-from ..generate import generate
+from .. import io, precision, prompts
+from ..generate import Backend, TransformersBackend
 from ..models import LoraPolicies
 from ..verify.grading import Grader
 from . import methods as methods_mod
@@ -44,7 +44,7 @@ class StepContext:
     """What a method may use during one optimizer step."""
 
     policies: LoraPolicies
-    tokenizer: object
+    backend: Backend
     fmt: prompts.PromptFormat
     grader: Grader
     method: dict
@@ -55,9 +55,8 @@ class StepContext:
     adapters: tuple[str, ...]
 
     def sample(self, adapter: str, prompt_texts: list[str], tag: str):
-        with self.policies.use(adapter) as model:
-            return generate(model, self.tokenizer, prompt_texts, self.sampling,
-                            seed=step_seed(self.seed, self.step, tag))
+        return self.backend.sample(adapter, prompt_texts, self.sampling,
+                                   seed=step_seed(self.seed, self.step, tag))
 
     def grade(self, problem, completion):
         return self.grader(problem, completion)
@@ -130,9 +129,13 @@ def epoch_order(problems: list[dict], seed: int, epochs: int) -> list[dict]:
 
 class Trainer:
     def __init__(self, base, tokenizer, fmt: prompts.PromptFormat, train_cfg: dict, method: dict,
-                 sampling: dict, seed: int):
+                 sampling: dict, seed: int, precision_name: str = "fp32", backend_factory=None):
+        """`precision_name` is resolved ('bf16' | 'fp32', see precision.py);
+        `backend_factory(peft_model)` builds the generation backend (default:
+        transformers generation over this trainer's adapters)."""
         self.tokenizer, self.fmt, self.cfg, self.method, self.sampling, self.seed = (
             tokenizer, fmt, train_cfg, method, sampling, seed)
+        self.precision = precision_name
         self.method_fn = methods_mod.METHODS[method["kind"]]
         self.adapters = methods_mod.adapters_for(method)
         init = {"A": train_cfg["adapter_a_init_sigma"] if len(self.adapters) == 2 else 0.0, "B": 0.0}
@@ -144,6 +147,12 @@ class Trainer:
         }
         self.grader = Grader()
         self.step = 0
+        if backend_factory is None:
+            self.backend: Backend = TransformersBackend(self.policies.model, tokenizer,
+                                                        precision.dtype(self.precision))
+        else:
+            self.backend = backend_factory(self.policies.model)
+        self.backend.sync(self.policies)
 
     def plan(self, problems: list[dict]) -> tuple[list[dict], int]:
         order = epoch_order(problems, self.seed, self.cfg["epochs"])
@@ -175,6 +184,26 @@ class Trainer:
             self.optimizers[n].load_state_dict(state["optimizers"][n])
             schedulers[n].load_state_dict(state["schedulers"][n])
         self.step = state["step"]
+        self.backend.sync(self.policies)
+
+    def save_snapshot(self, snapshot_dir: Path | None, total: int) -> None:
+        """Every `snapshot_every` steps before the last: each adapter to <snapshot_dir>/step<k>/<adapter>/.
+
+        For Figure 7b (src/agon/evaluate/curves.py). Written to a temporary folder and
+        renamed, so a step folder is complete or absent; a replayed step replaces it.
+        """
+        every = self.cfg.get("snapshot_every")
+        if snapshot_dir is None or not every or self.step % every or self.step >= total:
+            return
+        import shutil
+
+        final = Path(snapshot_dir) / f"step{self.step}"
+        tmp = final.with_name(final.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        for name in self.adapters:
+            self.policies.save(name, tmp / name)
+        shutil.rmtree(final, ignore_errors=True)
+        tmp.rename(final)
 
     # --- one step ------------------------------------------------------------
     def _stream_loss(self, stream: methods_mod.Stream) -> tuple[torch.Tensor | None, dict]:
@@ -197,12 +226,12 @@ class Trainer:
             return None, stats
         completions = [stream.completions[i] for i in kept]
         advantages = torch.tensor(adv.advantages[kept], dtype=torch.float32)
-        with self.policies.use(stream.adapter) as model:
+        with self.policies.use(stream.adapter) as model, precision.autocast(self.precision):
             logp, mask = sequence_logps(model, completions, self.sampling["temperature"],
                                         self.tokenizer.pad_token_id)
         ref_logp = None
         if self.cfg["beta"]:
-            with torch.no_grad(), self.policies.use(None) as model:
+            with torch.no_grad(), self.policies.use(None) as model, precision.autocast(self.precision):
                 ref_logp, _ = sequence_logps(model, completions, self.sampling["temperature"],
                                              self.tokenizer.pad_token_id)
         # One gradient step per generation batch: the old policy is the current one.
@@ -220,7 +249,7 @@ class Trainer:
 
     def train_step(self, problems: list[dict], schedulers) -> dict:
         t0 = time.time()
-        ctx = StepContext(self.policies, self.tokenizer, self.fmt, self.grader, self.method,
+        ctx = StepContext(self.policies, self.backend, self.fmt, self.grader, self.method,
                           self.sampling, self.cfg["lam"], self.step, self.seed, self.adapters)
         self.policies.model.eval()
         streams = self.method_fn(ctx, problems)
@@ -239,12 +268,13 @@ class Trainer:
             self.optimizers[name].step()
             self.optimizers[name].zero_grad(set_to_none=True)
             schedulers[name].step()
+        self.backend.sync(self.policies)
         self.step += 1
         record["seconds"] = round(time.time() - t0, 3)
         return record
 
     def fit(self, problems: list[dict], metrics_path: Path, checkpoint_path: Path, log=print,
-            stop_after: int | None = None) -> list[dict]:
+            stop_after: int | None = None, snapshot_dir: Path | None = None) -> list[dict]:
         """Train to the end of the plan, resuming from `checkpoint_path` when it exists.
 
         `stop_after` ends the process early after that many steps in this call
@@ -282,6 +312,7 @@ class Trainer:
                     for k, v in record["streams"].items())
                 log(f"step {self.step}/{total} {summary} ({record['seconds']:.1f}s)")
                 stop = self.terminated or bool(stop_after and done_here >= stop_after)
+                self.save_snapshot(snapshot_dir, total)  # before the checkpoint: a resume never skips one
                 if self.step % every == 0 or self.step == total or stop:
                     self.save_checkpoint(checkpoint_path, schedulers)
                 if stop and self.step < total:

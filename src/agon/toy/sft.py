@@ -20,7 +20,7 @@ import time
 
 import torch
 
-from .. import prompts
+from .. import precision, prompts
 from ..data import toy_code, toy_math
 from ..data.toy_math import Step
 from . import sft_code
@@ -140,6 +140,10 @@ def train_base(tokenizer, cfg: dict, exclude_prompts: set[str], seed: int, log=p
     torch.manual_seed(seed)
     rng = random.Random(seed)
     model = build_model(cfg["arch"], tokenizer)
+    if cfg.get("attn_implementation"):
+        model.set_attn_implementation(cfg["attn_implementation"])
+    # fp32 master weights; bf16 autocast forward where the hardware has it (precision.py)
+    mixed = precision.resolve(cfg.get("precision", "fp32"))
     opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=0.01)
     steps, warmup = cfg["steps"], max(1, int(0.05 * cfg["steps"]))
     sched = torch.optim.lr_scheduler.LambdaLR(
@@ -163,7 +167,8 @@ def train_base(tokenizer, cfg: dict, exclude_prompts: set[str], seed: int, log=p
                               cfg["false_start_prob"]) for _ in range(BUCKETS * cfg["batch_size"])],
                 cfg["batch_size"], rng)
         ids, mask, labels = encode_batch(tokenizer, buffer.pop())
-        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        with precision.autocast(mixed):
+            loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()

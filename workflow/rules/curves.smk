@@ -1,0 +1,24 @@
+# Figure 7b: held-out pass@1 during training. The training job saves adapter
+# snapshots every train.snapshot_every steps (train/<model>/<method>/seed<s>/snapshots/);
+# one curve job per (model, figure row, seed) evaluates them on the first
+# figures.fig7b.problems problems of the benchmark with the row's protocol, and
+# takes step 0 (the untrained base) and the final step from the evaluation jobs'
+# records (src/agon/evaluate/curves.py). A GPU job at paper scale, like evaluate.
+
+
+rule curve:
+    input:
+        unpack(curve_inputs),
+    output:
+        f"{R}/curves/{{model}}/{{row}}/seed{{seed}}.jsonl",
+    params:
+        spec=curve_spec,
+    threads: config["threads"]
+    resources:
+        **rule_resources("curve"),
+    log:
+        f"{R}/logs/curves/{{model}}/{{row}}/seed{{seed}}.log",
+    conda:
+        "../../envs/gpu.yaml"
+    shell:
+        "agon curve --spec {params.spec:q} > {log} 2>&1"
