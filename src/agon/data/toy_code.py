@@ -34,6 +34,8 @@ import random
 import re
 from dataclasses import dataclass
 
+from . import generated
+
 LEVELS = (1, 2, 3, 4)
 N_TESTS = 3
 AGGREGATES = ("sum", "max", "min")
@@ -210,33 +212,9 @@ def stream(seed: int, levels=LEVELS, weights=None):
 
 def generate(n: int, seed: int, levels=LEVELS, weights=None) -> list[dict]:
     """`n` problems with distinct specs, deterministic in `seed`, spread over `levels`."""
-    seen: set[str] = set()
-    problems = []
-    for attempts, problem in enumerate(stream(seed, levels, weights)):
-        if attempts > 50 * n + 1000:
-            raise ValueError(f"toy_code: could not draw {n} distinct problems from levels {list(levels)}")
-        if problem["prompt"] in seen:
-            continue
-        seen.add(problem["prompt"])
-        problem["id"] = f"toy_code-{len(problems):06d}"
-        problems.append(problem)
-        if len(problems) == n:
-            break
-    return problems
-
-
-OPTIONS = ("pool_size", "levels", "weights")
+    return generated.distinct(stream(seed, levels, weights), n, "toy_code", levels)
 
 
 def load(cfg: dict, counts: dict | None = None) -> list[dict]:
-    """The `toy_code` source: `pool_size` distinct tasks drawn with `seed` from `levels`."""
-    unknown = sorted(set(cfg) - set(OPTIONS) - {"seed"})
-    if unknown:
-        raise ValueError(f"toy_code: unknown option(s) {unknown} under datasets.<name>.options; "
-                         f"known: {list(OPTIONS)}")
-    if "pool_size" not in cfg:
-        raise ValueError("toy_code: datasets.<name>.options.pool_size is required")
-    pool = generate(cfg["pool_size"], cfg["seed"], levels=cfg.get("levels", LEVELS), weights=cfg.get("weights"))
-    if counts is not None:
-        counts["generated"] = len(pool)
-    return pool
+    """The `toy_code` source over a dataset's `options` (pool_size, levels, weights) and seed."""
+    return generated.load("toy_code", generate, LEVELS, cfg, counts)

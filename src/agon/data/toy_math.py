@@ -24,6 +24,8 @@ import random
 import re
 from dataclasses import dataclass
 
+from . import generated
+
 LEVELS = (1, 2, 3, 4)
 
 
@@ -135,33 +137,9 @@ def stream(seed: int, levels=LEVELS, weights=None):
 
 def generate(n: int, seed: int, levels=LEVELS, weights=None) -> list[dict]:
     """`n` distinct problems, deterministic in `seed`, spread over `levels`."""
-    seen: set[str] = set()
-    problems = []
-    for attempts, problem in enumerate(stream(seed, levels, weights)):
-        if attempts > 50 * n + 1000:
-            raise ValueError(f"toy_math: could not draw {n} distinct problems from levels {list(levels)}")
-        if problem["prompt"] in seen:
-            continue
-        seen.add(problem["prompt"])
-        problem["id"] = f"toy_math-{len(problems):06d}"
-        problems.append(problem)
-        if len(problems) == n:
-            break
-    return problems
-
-
-OPTIONS = ("pool_size", "levels", "weights")
+    return generated.distinct(stream(seed, levels, weights), n, "toy_math", levels)
 
 
 def load(cfg: dict, counts: dict | None = None) -> list[dict]:
-    """The `toy_math` source: `pool_size` distinct problems drawn with `seed` from `levels`."""
-    unknown = sorted(set(cfg) - set(OPTIONS) - {"seed"})
-    if unknown:
-        raise ValueError(f"toy_math: unknown option(s) {unknown} under datasets.<name>.options; "
-                         f"known: {list(OPTIONS)}")
-    if "pool_size" not in cfg:
-        raise ValueError("toy_math: datasets.<name>.options.pool_size is required")
-    pool = generate(cfg["pool_size"], cfg["seed"], levels=cfg.get("levels", LEVELS), weights=cfg.get("weights"))
-    if counts is not None:
-        counts["generated"] = len(pool)
-    return pool
+    """The `toy_math` source over a dataset's `options` (pool_size, levels, weights) and seed."""
+    return generated.load("toy_math", generate, LEVELS, cfg, counts)

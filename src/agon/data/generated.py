@@ -1,0 +1,45 @@
+"""What the generated toy sources (toy_math, toy_code) share.
+
+Each defines `stream(seed, levels, weights)`, an endless seeded stream of
+problems; `distinct` draws a pool of distinct prompts from it, and `load` is
+the source loader over a dataset's `options`.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+OPTIONS = ("pool_size", "levels", "weights")
+
+
+def distinct(stream: Iterable[dict], n: int, source: str, levels) -> list[dict]:
+    """The first `n` problems of `stream` with distinct prompts, ids `<source>-000000`, ..."""
+    seen: set[str] = set()
+    problems: list[dict] = []
+    for attempts, problem in enumerate(stream):
+        if attempts > 50 * n + 1000:
+            raise ValueError(f"{source}: could not draw {n} distinct problems from levels {list(levels)}")
+        if problem["prompt"] in seen:
+            continue
+        seen.add(problem["prompt"])
+        problem["id"] = f"{source}-{len(problems):06d}"
+        problems.append(problem)
+        if len(problems) == n:
+            break
+    return problems
+
+
+def load(source: str, generate: Callable[..., list[dict]], all_levels, cfg: dict,
+         counts: dict | None = None) -> list[dict]:
+    """`pool_size` distinct problems drawn with `seed` from `levels` (default: all)."""
+    unknown = sorted(set(cfg) - set(OPTIONS) - {"seed"})
+    if unknown:
+        raise ValueError(f"{source}: unknown option(s) {unknown} under datasets.<name>.options; "
+                         f"known: {list(OPTIONS)}")
+    if "pool_size" not in cfg:
+        raise ValueError(f"{source}: datasets.<name>.options.pool_size is required")
+    pool = generate(cfg["pool_size"], cfg["seed"], levels=cfg.get("levels", all_levels),
+                    weights=cfg.get("weights"))
+    if counts is not None:
+        counts["generated"] = len(pool)
+    return pool
