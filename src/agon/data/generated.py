@@ -1,15 +1,28 @@
 """What the generated toy sources (toy_math, toy_code) share.
 
-Each defines `stream(seed, levels, weights)`, an endless seeded stream of
-problems; `distinct` draws a pool of distinct prompts from it, and `load` is
-the source loader over a dataset's `options`.
+Each makes one problem from (index, level, rng); `stream` turns that into an
+endless seeded stream, `distinct` draws a pool of distinct prompts from it, and
+`load` is the source loader over a dataset's `options`.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+import random
+from typing import Callable, Iterable, Iterator
 
 OPTIONS = ("pool_size", "levels", "weights")
+
+
+def stream(seed: int, levels, weights, make: Callable[[int, int, random.Random], dict]) -> Iterator[dict]:
+    """Endless problems with repeats allowed: per problem, a level drawn by `weights`, then `make`."""
+    rng = random.Random(seed)
+    levels = list(levels)
+    weights = list(weights) if weights is not None else [1.0] * len(levels)
+    index = 0
+    while True:
+        level = rng.choices(levels, weights=weights)[0]
+        yield make(index, level, rng)
+        index += 1
 
 
 def distinct(stream: Iterable[dict], n: int, source: str, levels) -> list[dict]:

@@ -200,14 +200,7 @@ def _problem(index: int, task: Task, rng: random.Random) -> dict:
 
 def stream(seed: int, levels=LEVELS, weights=None):
     """Endless problems with repeats allowed (for supervised pre-training data)."""
-    rng = random.Random(seed)
-    levels = list(levels)
-    weights = list(weights) if weights is not None else [1.0] * len(levels)
-    index = 0
-    while True:
-        level = rng.choices(levels, weights=weights)[0]
-        yield _problem(index, _task(level, rng), rng)
-        index += 1
+    return generated.stream(seed, levels, weights, lambda index, level, rng: _problem(index, _task(level, rng), rng))
 
 
 def generate(n: int, seed: int, levels=LEVELS, weights=None) -> list[dict]:
