@@ -210,18 +210,13 @@ def cmd_evaluate(args) -> None:
 
     from . import precision
     from .evaluate import protocols
-    from .generate import make_backend
-    from .models import load_adapters
     from .verify.grading import Grader
 
     spec = _spec(args.spec)
     _threads(spec["threads"])
-    base, tokenizer, fmt = _load_model(spec)
     adapter_dirs = {n: str(Path(spec["adapter_dir"]) / n) for n in spec["adapters"]}
-    model = load_adapters(base, adapter_dirs) if adapter_dirs else base
-    resolved = precision.resolve(spec.get("precision", "fp32"))
-    backend = make_backend(spec, model, tokenizer, resolved, adapter_dirs=adapter_dirs)
-    sample = protocols.make_sampler(backend, spec["sampling"], spec["seed"])
+    sample, fmt = protocols.sampler_for(spec, adapter_dirs, spec["seed"])
+    resolved = precision.resolve(spec.get("precision", "fp32"))  # recorded in provenance.json
     resume = Path(args.resume_dir)
     resume.mkdir(parents=True, exist_ok=True)
     summary = {}

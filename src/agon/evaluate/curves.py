@@ -11,7 +11,7 @@ benchmark split, which is itself a seeded draw):
   snapshots     each adapter snapshot the training job saved every
                 `train.snapshot_every` steps (train/<model>/<method>/seed<s>/snapshots/
                 step<k>/), evaluated here with the row's protocol through the same
-                `protocols.run` and `protocols.make_sampler` as `agon evaluate`.
+                `protocols.run` and `protocols.sampler_for` as `agon evaluate`.
   final step    the trained adapters: the row's records from the cell's own
                 evaluation job, restricted to the subset (no new sampling).
 
@@ -74,23 +74,7 @@ def snapshot_steps(snapshots_dir) -> list[int]:
     return [int(s) for s in io.read_json(manifest)["steps"]]
 
 
-def make_sample(spec: dict, adapter_dirs: dict[str, str], seed: int):
-    """(sample, fmt) over the base with `adapter_dirs` loaded, built as `agon evaluate` builds
-    its sampler (cli.cmd_evaluate: model, precision, generation backend, make_sampler)."""
-    from .. import precision
-    from ..cli import _load_model
-    from ..generate import make_backend
-    from ..models import load_adapters
-    from . import protocols
-
-    base, tokenizer, fmt = _load_model(spec)
-    model = load_adapters(base, adapter_dirs) if adapter_dirs else base
-    resolved = precision.resolve(spec.get("precision", "fp32"))
-    backend = make_backend(spec, model, tokenizer, resolved, adapter_dirs=adapter_dirs)
-    return protocols.make_sampler(backend, spec["sampling"], seed), fmt
-
-
-def run_curve(spec: dict, log=print, sampler_factory=make_sample) -> list[dict]:
+def run_curve(spec: dict, log=print, sampler_factory=None) -> list[dict]:
     from ..verify.grading import Grader
     from . import protocols
 
@@ -108,7 +92,8 @@ def run_curve(spec: dict, log=print, sampler_factory=make_sample) -> list[dict]:
         if not 0 < step < total:
             continue
         dirs = {a: str(Path(spec["snapshots"]) / f"step{step}" / a) for a in spec["adapters"]}
-        sample, fmt = sampler_factory(spec, dirs, io.derived_seed(spec["seed"], "curve", step))
+        sample, fmt = (sampler_factory or protocols.sampler_for)(spec, dirs,
+                                                                 io.derived_seed(spec["seed"], "curve", step))
         grader = Grader()
         records = protocols.run(ev["protocol"], ev["policies"], problems, sample, fmt, grader)
         points.append(point(spec, evaluation, step, records, "snapshot", selected))

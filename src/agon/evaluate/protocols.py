@@ -84,3 +84,18 @@ def make_sampler(backend, sampling: dict, seed: int):
         return backend.sample(policy, prompt_texts, sampling, derived_seed(seed, "eval", stage))
 
     return sample
+
+
+def sampler_for(spec: dict, adapter_dirs: dict[str, str], seed: int):
+    """(sample, fmt) over a job's base with the saved `adapter_dirs` loaded, in the spec's
+    precision and generation backend: what `agon evaluate` and `agon curve` both sample with."""
+    from .. import precision
+    from ..cli import _load_model
+    from ..generate import make_backend
+    from ..models import load_adapters
+
+    base, tokenizer, fmt = _load_model(spec)
+    model = load_adapters(base, adapter_dirs) if adapter_dirs else base
+    resolved = precision.resolve(spec.get("precision", "fp32"))
+    backend = make_backend(spec, model, tokenizer, resolved, adapter_dirs=adapter_dirs)
+    return make_sampler(backend, spec["sampling"], seed), fmt
