@@ -147,10 +147,6 @@ def cell_of(evaluation):
     return config["evaluations"][evaluation]["method"] or UNTRAINED
 
 
-def cell_evaluations(cell):
-    return [e for e in config["evaluations"] if cell_of(e) == cell]
-
-
 def records_path(model, evaluation, seed, benchmark):
     return f"{R}/eval/{model}/{cell_of(evaluation)}/seed{seed}/{evaluation}.{benchmark}.jsonl"
 
