@@ -90,17 +90,6 @@ def cmd_base(args) -> None:
     tmp.rename(out)
 
 
-def _load_model(spec: dict):
-    from .models import load_base
-    from .prompts import PromptFormat
-
-    base, tokenizer = load_base(spec["base_path"], spec.get("dtype", "float32"))
-    if spec.get("attn_implementation"):
-        # `eager` beats SDPA on CPU for the toy model's short sequences (benchmarks/train_speed.py)
-        base.set_attn_implementation(spec["attn_implementation"])
-    return base, tokenizer, PromptFormat(spec["prompt_style"], tokenizer, thinking=spec.get("thinking"))
-
-
 EXIT_TERMINATED = 143  # 128 + SIGTERM: what the shell reports for a job SIGTERM killed
 
 
@@ -138,11 +127,12 @@ def _check_resume_key(ckpt_dir: Path, key: dict) -> None:
 def cmd_train(args) -> None:
     from . import precision
     from .generate import make_backend
+    from .models import load_for_job
     from .rl.trainer import Trainer
 
     spec = _spec(args.spec)
     _threads(spec["threads"])
-    base, tokenizer, fmt = _load_model(spec)
+    base, tokenizer, fmt = load_for_job(spec)
     problems = io.read_jsonl(args.train)
     resolved = precision.resolve(spec.get("precision", "fp32"))
     trainer = Trainer(base, tokenizer, fmt, spec["train"], spec["method"], spec["sampling"], spec["seed"],

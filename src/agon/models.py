@@ -43,6 +43,17 @@ def load_base(path: str, dtype: str = "float32"):
     return model, tokenizer
 
 
+def load_for_job(spec: dict):
+    """(base, tokenizer, PromptFormat) of a train/evaluate/curve job's spec."""
+    from .prompts import PromptFormat
+
+    base, tokenizer = load_base(spec["base_path"], spec.get("dtype", "float32"))
+    if spec.get("attn_implementation"):
+        # `eager` beats SDPA on CPU for the toy model's short sequences (benchmarks/train_speed.py)
+        base.set_attn_implementation(spec["attn_implementation"])
+    return base, tokenizer, PromptFormat(spec["prompt_style"], tokenizer, thinking=spec.get("thinking"))
+
+
 def lora_config(lora: dict):
     from peft import LoraConfig
 

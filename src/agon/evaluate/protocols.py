@@ -90,11 +90,10 @@ def sampler_for(spec: dict, adapter_dirs: dict[str, str], seed: int):
     """(sample, fmt) over a job's base with the saved `adapter_dirs` loaded, in the spec's
     precision and generation backend: what `agon evaluate` and `agon curve` both sample with."""
     from .. import precision
-    from ..cli import _load_model
     from ..generate import make_backend
-    from ..models import load_adapters
+    from ..models import load_adapters, load_for_job
 
-    base, tokenizer, fmt = _load_model(spec)
+    base, tokenizer, fmt = load_for_job(spec)
     model = load_adapters(base, adapter_dirs) if adapter_dirs else base
     resolved = precision.resolve(spec.get("precision", "fp32"))
     backend = make_backend(spec, model, tokenizer, resolved, adapter_dirs=adapter_dirs)
