@@ -1,0 +1,211 @@
+"""A compact sampler for small Qwen3-architecture models, in plain torch.
+
+For the toy world's tiny models, transformers' `generate` spends most of its
+time in per-op overhead, not arithmetic: three q/k/v and two gate/up matmuls
+per layer, `repeat_kv` copies for grouped-query attention, a `torch.cat` of
+the whole KV cache per token, a dozen dtype casts. This sampler does the same
+computation with fused q|k|v and gate|up weights, a preallocated KV cache
+written in place, grouped-query attention by reshaping the queries (no key
+copies), and rows that have stopped dropped from the batch.
+
+It is the same model: the forward follows `transformers.models.qwen3`
+op for op (RMSNorm in fp32, q/k norms per head, default RoPE, softmax in
+fp32), and sampling follows `generate`'s temperature -> top-p -> multinomial.
+tests/test_compact.py checks the logits against transformers and greedy
+decoding token for token. Random draws differ from `generate`'s (rows leave
+the batch), so sampled completions are equal in distribution, not in value.
+
+Used by `generation.backend: compact` (generate.py); for any other
+architecture use the transformers backend.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+
+def unsupported_reason(model) -> str | None:
+    """Why `model` cannot run here, or None when it can."""
+    cfg = model.config
+    if cfg.model_type != "qwen3":
+        return f"model_type {cfg.model_type!r} (the compact sampler implements qwen3 only)"
+    rope = getattr(cfg, "rope_parameters", None) or {}
+    if rope.get("rope_type", "default") != "default":
+        return f"rope_type {rope.get('rope_type')!r} (only the default RoPE)"
+    if getattr(cfg, "use_sliding_window", False):
+        return "sliding-window attention"
+    if getattr(cfg, "attention_bias", False):
+        return "attention bias"
+    if cfg.hidden_act != "silu":
+        return f"hidden_act {cfg.hidden_act!r}"
+    return None
+
+
+@dataclass
+class _Layer:
+    input_norm: torch.Tensor
+    qkv: torch.Tensor          # [(heads + 2 kv_heads) * head_dim, hidden]
+    q_norm: torch.Tensor
+    k_norm: torch.Tensor
+    o: torch.Tensor
+    post_norm: torch.Tensor
+    gate_up: torch.Tensor      # [2 * intermediate, hidden]
+    down: torch.Tensor
+
+
+class CompactQwen3:
+    """The weights of one Qwen3ForCausalLM, fused for sampling (a snapshot: rebuild after the weights change)."""
+
+    @torch.no_grad()
+    def __init__(self, model):
+        reason = unsupported_reason(model)
+        if reason:
+            raise ValueError(f"generation.backend: compact cannot sample this model: {reason}")
+        cfg = model.config
+        self.heads, self.kv_heads = cfg.num_attention_heads, cfg.num_key_value_heads
+        self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        self.eps = cfg.rms_norm_eps
+        inner = model.model
+        self.dtype = inner.embed_tokens.weight.dtype
+        self.embed = inner.embed_tokens.weight
+        self.layers = []
+        for layer in inner.layers:
+            att, mlp = layer.self_attn, layer.mlp
+            self.layers.append(_Layer(
+                input_norm=layer.input_layernorm.weight,
+                qkv=torch.cat([att.q_proj.weight, att.k_proj.weight, att.v_proj.weight]),
+                q_norm=att.q_norm.weight, k_norm=att.k_norm.weight, o=att.o_proj.weight,
+                post_norm=layer.post_attention_layernorm.weight,
+                gate_up=torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]),
+                down=mlp.down_proj.weight))
+        self.norm = inner.norm.weight
+        self.lm_head = model.lm_head.weight
+        theta = cfg.rope_parameters["rope_theta"]
+        d = self.head_dim
+        self.inv_freq = 1.0 / (theta ** (torch.arange(0, d, 2, dtype=torch.float) / d))
+        self.cos = self.sin = torch.empty((0, d), dtype=self.dtype)
+
+    def _rope_table(self, length: int) -> None:
+        """cos/sin for positions [0, length), as transformers computes them (fp32, then cast)."""
+        if self.cos.shape[0] >= length:
+            return
+        freqs = torch.arange(length, dtype=torch.float)[:, None] * self.inv_freq[None, :]
+        emb = torch.cat([freqs, freqs], dim=-1)
+        self.cos, self.sin = emb.cos().to(self.dtype), emb.sin().to(self.dtype)
+
+    def _rms(self, x, weight):
+        x32 = x.float()
+        x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        return weight * x32.to(self.dtype)
+
+    def _rope(self, x, cos, sin):
+        half = x.shape[-1] // 2
+        rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+        return x * cos + rotated * sin
+
+    def forward(self, ids, positions, cache, start: int, key_bias):
+        """Logits of the last position for `ids` [B, L] at `positions` [B, L].
+
+        Writes keys/values to cache[layer] at [start, start + L); attends to
+        [0, start + L) with `key_bias` [B, 1, L, start + L] (0 or -inf-like).
+        """
+        B, L = ids.shape
+        h, kvh, d = self.heads, self.kv_heads, self.head_dim
+        groups = h // kvh
+        end = start + L
+        cos, sin = self.cos[positions][:, :, None, :], self.sin[positions][:, :, None, :]
+        x = F.embedding(ids, self.embed)
+        for i, layer in enumerate(self.layers):
+            keys, values = cache[i]
+            qkv = F.linear(self._rms(x, layer.input_norm), layer.qkv)
+            q, k, v = qkv.split([h * d, kvh * d, kvh * d], dim=-1)
+            q = self._rope(self._rms(q.view(B, L, h, d), layer.q_norm), cos, sin)
+            k = self._rope(self._rms(k.view(B, L, kvh, d), layer.k_norm), cos, sin)
+            keys[:, :, start:end] = k.transpose(1, 2)
+            values[:, :, start:end] = v.view(B, L, kvh, d).transpose(1, 2)
+            # Grouped-query attention without copying keys: query head j uses
+            # kv head j // groups (transformers' repeat_kv order).
+            q = q.transpose(1, 2).reshape(B, kvh, groups * L, d)
+            scores = torch.matmul(q, keys[:, :, :end].transpose(2, 3)) * (d ** -0.5)
+            scores = scores.view(B, kvh, groups, L, end) + key_bias[:, :, None]
+            probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(self.dtype)
+            out = torch.matmul(probs.view(B, kvh, groups * L, end), values[:, :, :end])
+            out = out.view(B, h, L, d).transpose(1, 2).reshape(B, L, h * d)
+            x = x + F.linear(out, layer.o)
+            gate, up = F.linear(self._rms(x, layer.post_norm), layer.gate_up).chunk(2, dim=-1)
+            x = x + F.linear(F.silu(gate) * up, layer.down)
+        last = self._rms(x[:, -1], self.norm)
+        return F.linear(last, self.lm_head).float()
+
+
+def _filtered_scores(logits: torch.Tensor, sampling: dict) -> torch.Tensor:
+    """`generate`'s warpers: logits / temperature, then top-p (tokens outside it at -inf, at least one kept)."""
+    scores = logits / sampling["temperature"]
+    top_p = sampling.get("top_p", 1.0)
+    if top_p < 1.0:
+        sorted_scores, order = torch.sort(scores, descending=False)
+        cumulative = sorted_scores.softmax(dim=-1).cumsum(dim=-1)
+        remove_sorted = cumulative <= (1 - top_p)
+        remove_sorted[..., -1:] = False
+        remove = remove_sorted.scatter(1, order, remove_sorted)
+        scores = scores.masked_fill(remove, float("-inf"))
+    return scores
+
+
+def _next_tokens(logits: torch.Tensor, sampling: dict) -> torch.Tensor:
+    """One token per row: argmax at temperature 0, else a draw from the filtered distribution."""
+    if sampling["temperature"] == 0:
+        return logits.argmax(dim=-1)
+    return torch.multinomial(_filtered_scores(logits, sampling).softmax(dim=-1), num_samples=1).squeeze(1)
+
+
+@torch.no_grad()
+def sample_ids(model: CompactQwen3, prompt_ids: list[list[int]], sampling: dict, eos: int) -> list[list[int]]:
+    """One completion per prompt (token ids, ending in `eos` when the model stopped).
+
+    Draws from torch's global generator: the caller seeds it.
+    """
+    B = len(prompt_ids)
+    P = max(map(len, prompt_ids))
+    max_new = sampling["max_new_tokens"]
+    total = P + max_new
+    model._rope_table(total)
+    ids = torch.zeros((B, P), dtype=torch.long)
+    key_mask = torch.zeros((B, total), dtype=torch.bool)
+    for i, row in enumerate(prompt_ids):  # left padding, as the tokenizer's
+        ids[i, P - len(row):] = torch.tensor(row)
+        key_mask[i, P - len(row):] = True
+    key_mask[:, P:] = True
+    positions = (key_mask[:, :P].long().cumsum(-1) - 1).clamp(min=0)
+    shape = (B, model.kv_heads, total, model.head_dim)
+    cache = [(torch.zeros(shape, dtype=model.dtype), torch.zeros(shape, dtype=model.dtype))
+             for _ in model.layers]
+    neg = torch.finfo(model.dtype).min
+    causal = torch.ones((P, P), dtype=torch.bool).tril()
+    allowed = causal[None] & key_mask[:, None, :P]
+    bias = torch.zeros((B, 1, P, P), dtype=model.dtype).masked_fill(~allowed[:, None], neg)
+    logits = model.forward(ids, positions, cache, 0, bias)
+    last_pos = positions[:, -1]
+    rows = torch.arange(B)  # original row of each batch slot
+    out: list[list[int]] = [[] for _ in range(B)]
+    decode_bias = torch.zeros((B, 1, 1, total), dtype=model.dtype).masked_fill(~key_mask[:, None, None], neg)
+    for t in range(max_new):
+        tokens = _next_tokens(logits, sampling)
+        alive = []
+        for slot, (row, tok) in enumerate(zip(rows.tolist(), tokens.tolist())):
+            out[row].append(tok)
+            if tok != eos:
+                alive.append(slot)
+        if not alive or t == max_new - 1:
+            break
+        if len(alive) < len(rows):  # drop stopped rows from the batch
+            keep = torch.tensor(alive)
+            rows, tokens, last_pos, decode_bias = rows[keep], tokens[keep], last_pos[keep], decode_bias[keep]
+            cache = [(k[keep], v[keep]) for k, v in cache]
+        last_pos = last_pos + 1
+        logits = model.forward(tokens[:, None], last_pos[:, None], cache, P + t,
+                               decode_bias[..., :P + t + 1])
+    return out

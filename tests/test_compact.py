@@ -1,0 +1,133 @@
+"""The compact sampler is the same model as transformers' Qwen3 and samples as `generate` does."""
+
+import pytest
+import torch
+from transformers.generation.logits_process import TemperatureLogitsWarper, TopPLogitsWarper
+
+from agon import compact
+from agon.generate import CompactBackend, TransformersBackend, make_backend
+from agon.models import LoraPolicies
+from agon.toy import sft
+from agon.toy.tokenizer import build_tokenizer
+
+ARCH = {"hidden_size": 32, "num_layers": 2, "num_heads": 4, "num_kv_heads": 2,
+        "intermediate_size": 64, "max_positions": 16}   # max_positions < prompt + completion on purpose
+LORA = {"rank": 4, "alpha": 8, "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj",
+                                                  "gate_proj", "up_proj", "down_proj"]}
+PROMPTS = ["Q: 3*4+5*6\n", "Q: 12+7\n", "Q: 1\n", "Q: 98*76+54*32-10\n"]  # different lengths: left padding
+GREEDY = {"temperature": 0, "max_new_tokens": 24}
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return build_tokenizer()
+
+
+@pytest.fixture(scope="module")
+def model(tok):
+    torch.manual_seed(0)
+    base = sft.build_model(ARCH, tok).eval()
+    with torch.no_grad():  # peaked distributions: greedy choices without near-ties
+        for p in base.parameters():
+            if p.dim() > 1:
+                p.normal_(0, 0.4)
+    return base
+
+
+def _prompt_ids(tok, prompts=PROMPTS):
+    return tok(prompts, add_special_tokens=False)["input_ids"]
+
+
+def test_prefill_logits_match_transformers(model, tok):
+    enc = tok(PROMPTS, return_tensors="pt", padding=True, add_special_tokens=False)
+    with torch.no_grad():
+        positions = (enc["attention_mask"].cumsum(-1) - 1).clamp(min=0)
+        expected = model(**enc, position_ids=positions).logits[:, -1]
+    fused = compact.CompactQwen3(model)
+    B, P = enc["input_ids"].shape
+    fused._rope_table(P)
+    cache = [(torch.zeros(B, 2, P, 8), torch.zeros(B, 2, P, 8)) for _ in range(2)]
+    allowed = torch.ones(P, P, dtype=torch.bool).tril()[None] & enc["attention_mask"].bool()[:, None, :]
+    bias = torch.zeros(B, 1, P, P).masked_fill(~allowed[:, None], torch.finfo(torch.float32).min)
+    got = fused.forward(enc["input_ids"], positions, cache, 0, bias)
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_greedy_decoding_matches_generate_token_for_token(model, tok):
+    """fp32, left-padded prompts of different lengths, past max_position_embeddings."""
+    reference = TransformersBackend(model, tok).sample(None, PROMPTS, GREEDY, seed=0)
+    fast = CompactBackend(model, tok).sample(None, PROMPTS, GREEDY, seed=0)
+    assert [c.completion_ids for c in fast] == [c.completion_ids for c in reference]
+    assert [c.prompt_ids for c in fast] == [c.prompt_ids for c in reference]
+    assert [c.text for c in fast] == [c.text for c in reference]
+
+
+def test_stopped_rows_leave_the_batch_without_changing_the_others(model):
+    """Rows that stop are dropped from the batch (and the KV cache); the rest continue exactly."""
+    fused = compact.CompactQwen3(model)
+    ids = [[5, 6, 7], [8, 9], [10, 11, 12, 13], [14]]
+    free = compact.sample_ids(fused, ids, GREEDY, eos=-1)  # never stops
+    assert all(len(row) == GREEDY["max_new_tokens"] for row in free)
+    stop = free[0][3]  # make a token row 0 emits its eos
+    stopped = compact.sample_ids(fused, ids, GREEDY, eos=stop)
+    for full, cut in zip(free, stopped):
+        expected = full[: full.index(stop) + 1] if stop in full else full
+        assert cut == expected
+    assert len(stopped[0]) <= 4
+
+
+def test_top_p_filter_matches_transformers_warpers():
+    torch.manual_seed(1)
+    logits = torch.randn(64, 50) * 3
+    sampling = {"temperature": 0.6, "top_p": 0.9}
+    expected = TopPLogitsWarper(0.9)(None, TemperatureLogitsWarper(0.6)(None, logits.clone()))
+    torch.manual_seed(2)
+    drawn = compact._next_tokens(logits, sampling)
+    assert torch.isfinite(expected.gather(1, drawn[:, None])).all()  # never a filtered token
+    torch.testing.assert_close(compact._filtered_scores(logits, sampling), expected)
+
+
+def test_sampling_is_seeded_and_respects_the_cap(model, tok):
+    backend = CompactBackend(model, tok)
+    sampling = {"temperature": 1.0, "top_p": 0.95, "max_new_tokens": 7}
+    a = backend.sample(None, PROMPTS * 3, sampling, seed=3)
+    b = backend.sample(None, PROMPTS * 3, sampling, seed=3)
+    c = backend.sample(None, PROMPTS * 3, sampling, seed=4)
+    assert [x.completion_ids for x in a] == [x.completion_ids for x in b]
+    assert [x.completion_ids for x in a] != [x.completion_ids for x in c]
+    assert all(x.length <= 7 and x.truncated == (tok.eos_token_id not in x.completion_ids) for x in a)
+
+
+def test_adapters_are_merged_and_resynced(model, tok):
+    pol = LoraPolicies(model, ("A", "B"), LORA, {"A": 0.0}, seed=0)
+    with torch.no_grad():
+        for name, p in pol.model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.3)
+    slow, fast = TransformersBackend(pol.model, tok), make_backend(
+        {"generation": {"backend": "compact"}}, pol.model, tok, "fp32")
+    assert isinstance(fast, CompactBackend)
+
+    def same(adapter):
+        return ([c.completion_ids for c in fast.sample(adapter, PROMPTS, GREEDY, seed=0)]
+                == [c.completion_ids for c in slow.sample(adapter, PROMPTS, GREEDY, seed=0)])
+
+    assert same("A") and same("B") and same(None)
+    before = [c.completion_ids for c in fast.sample("A", PROMPTS, GREEDY, seed=0)]
+    with torch.no_grad():
+        for p in pol.parameters("A"):
+            p.add_(0.3)
+    fast.sync(pol)
+    slow.sync(pol)
+    assert same("A")
+    assert [c.completion_ids for c in fast.sample("A", PROMPTS, GREEDY, seed=0)] != before
+    pol.model.unload()
+
+
+def test_other_architectures_are_refused_by_name(tok):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    llama = LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=16, intermediate_size=32,
+                                         num_hidden_layers=1, num_attention_heads=2))
+    with pytest.raises(ValueError, match="generation.backend: compact cannot sample this model: model_type 'llama'"):
+        make_backend({"generation": {"backend": "compact"}}, llama, tok, "fp32")
