@@ -41,6 +41,10 @@ rule base:
         spec=lambda wc: spec_json({**config["models"][wc.model]["base"], "precision": config["precision"],
                                    "attn_implementation": config["models"][wc.model].get("attn_implementation")}),
     threads: lambda wc: config["models"][wc.model]["base"].get("threads", 1)
+    # Ready jobs start longest-first (base > train > evaluate > curve), so the short
+    # evaluation and curve jobs fill the cores at the end instead of idling them.
+    # Priorities only order jobs; no result depends on them.
+    priority: 30
     resources:
         **rule_resources("base"),
     log:

@@ -15,6 +15,7 @@ rule evaluate:
         spec=eval_spec,
         resume=lambda wc: f"{R}/checkpoints/eval/{wc.model}/{wc.cell}/seed{wc.seed}",
     threads: config["threads"]
+    priority: 10  # longest-first, see rule base
     resources:
         **rule_resources("evaluate"),
     log:

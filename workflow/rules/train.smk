@@ -15,6 +15,7 @@ rule train:
         spec=train_spec,
         checkpoints=f"{R}/checkpoints/{{model}}/{{method}}/seed{{seed}}",
     threads: config["threads"]
+    priority: 20  # longest-first, see rule base
     resources:
         **rule_resources("train"),
     log:
