@@ -42,9 +42,10 @@ rule base:
                                    "attn_implementation": config["models"][wc.model].get("attn_implementation")}),
     threads: lambda wc: config["models"][wc.model]["base"].get("threads", 1)
     # Ready jobs start longest-first (base > train > evaluate > curve), so the short
-    # evaluation and curve jobs fill the cores at the end instead of idling them.
+    # evaluation and curve jobs fill the cores at the end instead of idling them; of
+    # two bases, the one with more cells downstream (the critical path) goes first.
     # Priorities only order jobs; no result depends on them.
-    priority: 30
+    priority: base_priority
     resources:
         **rule_resources("base"),
     log:

@@ -1,6 +1,7 @@
 # Helpers shared by the rules: the per-job specs handed to the `agon` command.
 import json
 import os
+from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
@@ -266,6 +267,11 @@ def table_spec(wc):
 def all_cells(wc):
     cells = {cell for table in config["tables"] for cell in cells_of(table)}
     return sorted(cells | {os.path.dirname(p) for p in figure_records()})
+
+
+def base_priority(wc):
+    """Rule base's priority: above training (20), and higher for a base with more cells."""
+    return 30 + sum(1 for cell_dir in all_cells(wc) if Path(cell_dir).parts[-3] == wc.model)
 
 
 # --- Figure 7b: adapter snapshots evaluated during training ------------------------
