@@ -46,7 +46,7 @@ def test_prefill_logits_match_transformers(model, tok):
     fused = compact.CompactQwen3(model)
     B, P = enc["input_ids"].shape
     fused._rope_table(P)
-    cache = [(torch.zeros(B, 2, P, 8), torch.zeros(B, 2, P, 8)) for _ in range(2)]
+    cache = [(torch.zeros(B, 2, 8, P), torch.zeros(B, 2, P, 8)) for _ in range(2)]
     allowed = torch.ones(P, P, dtype=torch.bool).tril()[None] & enc["attention_mask"].bool()[:, None, :]
     bias = torch.zeros(B, 1, P, P).masked_fill(~allowed[:, None], torch.finfo(torch.float32).min)
     got = fused.forward(enc["input_ids"], positions, cache, 0, bias)
