@@ -320,6 +320,28 @@ def test_from_adapter_dirs_serves_saved_adapters(fake_vllm, base_dir, tok, tmp_p
     assert all((d / "adapter_model.safetensors").exists() for d in dirs.values())
 
 
+def test_evaluation_with_vllm_loads_no_weights_in_process(fake_vllm, base_dir, tok, tmp_path, monkeypatch):
+    """The engine loads the base and the adapters; the job itself needs only the tokenizer."""
+    import transformers
+
+    from agon.evaluate.protocols import sampler_for
+
+    policies = _policies(base_dir)
+    dirs = {n: tmp_path / "adapter_dir" / n for n in policies.names}
+    for n, d in dirs.items():
+        policies.save(n, d)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the evaluation job loaded model weights next to the vLLM engine")
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", refuse)
+    spec = {"base_path": str(base_dir), "prompt_style": "toy", "precision": "fp32", "sampling": SAMPLING,
+            "generation": {"backend": "vllm", "adapter_root": str(tmp_path / "root")}}
+    sample, fmt = sampler_for(spec, {n: str(d) for n, d in dirs.items()}, seed=0)
+    sample("B", ["1+2=?"], "stage0")
+    assert fake_vllm.calls[-1][2].lora_path == str(dirs["B"].resolve())
+
+
 # --- the real engine (GPU machines with the envs/gpu.yaml stack) ---------------
 
 def _has_vllm_and_cuda() -> bool:

@@ -23,30 +23,45 @@ def load_base(path: str, dtype: str = "float32"):
 
     `dtype` is the model's config key (float32 | bfloat16 | float16).
     """
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
-    path = str(path)
-    if not Path(path).exists():
-        raise FileNotFoundError(f"base model directory {path!r} does not exist")
-    if not (Path(path) / "config.json").exists():
-        raise FileNotFoundError(f"base model directory {path!r} has no config.json (not a transformers model)")
     if dtype not in DTYPES:
         raise ValueError(f"unknown dtype {dtype!r} for the base model (known: {', '.join(DTYPES)})")
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    tokenizer.padding_side = "left"
-    if tokenizer.pad_token_id is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype))
+    tokenizer = load_tokenizer(path)
+    model = AutoModelForCausalLM.from_pretrained(str(path), dtype=getattr(torch, dtype))
     model.eval()
     for p in model.parameters():
         p.requires_grad_(False)
     return model, tokenizer
 
 
-def load_for_job(spec: dict):
-    """(base, tokenizer, PromptFormat) of a train/evaluate/curve job's spec."""
+def load_tokenizer(path: str):
+    """The base directory's tokenizer, left-padding (for batched generation), with a pad token."""
+    from transformers import AutoTokenizer
+
+    path = str(path)
+    if not Path(path).exists():
+        raise FileNotFoundError(f"base model directory {path!r} does not exist")
+    if not (Path(path) / "config.json").exists():
+        raise FileNotFoundError(f"base model directory {path!r} has no config.json (not a transformers model)")
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def load_for_job(spec: dict, weights: bool = True):
+    """(base, tokenizer, PromptFormat) of a train/evaluate/curve job's spec.
+
+    `weights=False` skips the model (base is None): a job that samples with vLLM
+    needs only the tokenizer and the prompt format here; the engine loads the weights.
+    """
     from .prompts import PromptFormat
 
+    if not weights:
+        tokenizer = load_tokenizer(spec["base_path"])
+        return None, tokenizer, PromptFormat(spec["prompt_style"], tokenizer, thinking=spec.get("thinking"))
     base, tokenizer = load_base(spec["base_path"], spec.get("dtype", "float32"))
     if spec.get("attn_implementation"):
         # `eager` beats SDPA on CPU for the toy model's short sequences (benchmarks/train_speed.py)
