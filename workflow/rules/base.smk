@@ -41,10 +41,13 @@ rule base:
         spec=lambda wc: spec_json({**config["models"][wc.model]["base"], "precision": config["precision"],
                                    "attn_implementation": config["models"][wc.model].get("attn_implementation")}),
     threads: lambda wc: config["models"][wc.model]["base"].get("threads", 1)
-    # Ready jobs start longest-first (base > train > evaluate > curve), so the short
+    # Ready jobs start longest-first (prepare, base, train, evaluate, curve), so the short
     # evaluation and curve jobs fill the cores at the end instead of idling them; of
     # two bases, the one with more cells downstream (the critical path) goes first.
-    # Priorities only order jobs; no result depends on them.
+    # Snakemake's scheduler maximises the SUM of the priorities it starts, so a base
+    # (100 + its cells) outranks any set of training jobs (20 each) that could run in
+    # its place and is not starved by them. Priorities only order jobs; no result
+    # depends on them.
     priority: base_priority
     resources:
         **rule_resources("base"),

@@ -270,8 +270,8 @@ def all_cells(wc):
 
 
 def base_priority(wc):
-    """Rule base's priority: above training (20), and higher for a base with more cells."""
-    return 30 + sum(1 for cell_dir in all_cells(wc) if Path(cell_dir).parts[-3] == wc.model)
+    """Rule base's priority: above any set of training jobs (20 each), higher for more cells."""
+    return 100 + sum(1 for cell_dir in all_cells(wc) if Path(cell_dir).parts[-3] == wc.model)
 
 
 # --- Figure 7b: adapter snapshots evaluated during training ------------------------

@@ -15,6 +15,7 @@ rule prepare:
     params:
         spec=lambda wc: spec_json({"name": wc.dataset, **config["datasets"][wc.dataset]}),
         out=lambda wc, output: os.path.dirname(output.manifest),
+    priority: 200  # seconds each, and everything waits on them (see rule base)
     log:
         f"{R}/logs/prepare/{{dataset}}.log",
     conda:
