@@ -78,10 +78,19 @@ def make_sampler(backend, sampling: dict, seed: int):
     """A `sample(policy, prompt_texts, stage)` callable over a generation backend.
 
     Each stage draws with its own seed, derived from (seed, stage): the same
-    stage of two evaluations of one cell draws the same random numbers.
+    stage of two evaluations of one cell draws the same random numbers. So a
+    call repeated with the same policy, prompts and stage returns the same
+    completions, and is answered from memory instead of sampled again: the
+    drafter alone is the first stage of its cascade, a single pass the first
+    stage of the self-cascade and of MoA (a third of a pair cell's evaluation).
     """
+    seen: dict[tuple, list] = {}
+
     def sample(policy, prompt_texts, stage):
-        return backend.sample(policy, prompt_texts, sampling, derived_seed(seed, "eval", stage))
+        key = (policy, stage, tuple(prompt_texts))
+        if key not in seen:
+            seen[key] = backend.sample(policy, prompt_texts, sampling, derived_seed(seed, "eval", stage))
+        return list(seen[key])
 
     return sample
 
