@@ -172,7 +172,7 @@ class TransformersBackend:
 class CompactBackend(TransformersBackend):
     """The same merged per-adapter copies, sampled by `agon.compact` instead of `generate`.
 
-    ~1.4x faster sampling on the toy models (benchmarks/sampler_speed.py); Qwen3 only.
+    ~1.5x faster sampling on the toy models (benchmarks/sampler_speed.py); Qwen3 only.
     """
 
     def __init__(self, model, tokenizer, dtype: torch.dtype = torch.float32):
