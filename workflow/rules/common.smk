@@ -36,19 +36,15 @@ def train_data_path(wc):
     return split_path(config["models"][wc.model]["train_data"], "train")
 
 
-# The math base's generator cannot write code prompts: the code domain's splits are left
-# out of its inputs (so adding the code domain leaves the math base's job as it was).
-# The code base reads every split; math prompts never occur in its data, so nothing
-# changes there, but both bases now become ready together and the scheduler starts the
-# math base, the longer chain, first (rule base's priority) instead of whichever base's
-# dataset happened to be prepared first (measured: the code base, leaving a core idle).
-SKIPPED_TOY_SOURCE = {"math": "toy_code", "code": None}
+# A toy base's generator cannot write the other toy domain's prompts: those splits are
+# left out of its inputs (so adding the code domain leaves the math base's job as it was).
+OTHER_TOY_SOURCE = {"math": "toy_code", "code": "toy_math"}
 
 
 def unseen_splits(wc):
-    """Held-out and validation splits a toy base never trains on (every dataset's; the math base skips code's)."""
-    skipped = SKIPPED_TOY_SOURCE[config["models"][wc.model]["base"].get("domain", "math")]
-    return [split_path(d, s) for d, spec in config["datasets"].items() if spec["source"] != skipped
+    """Every dataset's held-out and validation split (but the other toy domain's): a toy base never trains on them."""
+    other = OTHER_TOY_SOURCE[config["models"][wc.model]["base"].get("domain", "math")]
+    return [split_path(d, s) for d, spec in config["datasets"].items() if spec["source"] != other
             for s in ("heldout", "validation")]
 
 
