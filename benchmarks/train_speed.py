@@ -34,7 +34,7 @@ METHODS = {
 
 
 def run_one(base: str, method: str, steps: int, problems_per_step: int, precision_name: str,
-            attn: str) -> dict:
+            attn: str, sampler: str) -> dict:
     """Train `steps` steps of one method in this process; report time and peak RSS."""
     import torch
 
@@ -54,8 +54,7 @@ def run_one(base: str, method: str, steps: int, problems_per_step: int, precisio
     resolved = precision.resolve(precision_name)
     from agon.generate import make_backend
 
-    # The default config's sampler (generation.backend), except in the fp32+SDPA reference row.
-    spec = {"generation": cfg.get("generation", {})} if attn == "eager" else {}
+    spec = {"generation": {"backend": sampler}}
     trainer = Trainer(model, tok, PromptFormat("toy"), train, METHODS[method], cfg["sampling"]["train"], 0,
                       precision_name=resolved,
                       backend_factory=lambda peft_model: make_backend(spec, peft_model, tok, resolved))
@@ -66,7 +65,7 @@ def run_one(base: str, method: str, steps: int, problems_per_step: int, precisio
         trainer.fit(problems, Path(tmp) / "m.jsonl", Path(tmp) / "c.pt", log=lambda *_: None)
         seconds = time.perf_counter() - t0
     return {"method": method, "precision": resolved, "attn": attn,
-            "sampler": spec.get("generation", {}).get("backend", "transformers"),
+            "sampler": sampler,
             "seconds_per_problem": seconds / len(problems),
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "rss_before_training_mb": rss_before / 1024, "adapters": list(trainer.adapters)}
@@ -86,25 +85,27 @@ def main() -> None:
     ap.add_argument("--problems-per-step", type=int, default=8)
     ap.add_argument("--precision", default="auto", help="the default config's setting (auto | bf16 | fp32)")
     ap.add_argument("--attn", default="eager", help="attention implementation of the default config")
+    ap.add_argument("--sampler", default="compact", help="generation.backend of the default config")
     ap.add_argument("--one", help=argparse.SUPPRESS)  # internal: run one method, print JSON
     args = ap.parse_args()
     if args.one:
         print(json.dumps(run_one(args.base, args.one, args.steps, args.problems_per_step, args.precision,
-                                 args.attn)))
+                                 args.attn, args.sampler)))
         return
     base = ensure_base(args.base)
 
-    def measure(method, precision_name, attn):
+    def measure(method, precision_name, attn, sampler):
         out = subprocess.run([sys.executable, __file__, "--one", method, "--base", base,
                               "--steps", str(args.steps), "--problems-per-step", str(args.problems_per_step),
-                              "--precision", precision_name, "--attn", attn],
+                              "--precision", precision_name, "--attn", attn,
+                              "--sampler", sampler],
                              capture_output=True, text=True, check=True)
         return json.loads(out.stdout.strip().splitlines()[-1])
 
     # Interleaved, so machine load drifts over all configurations alike.
-    g = measure("grpo", args.precision, args.attn)
-    slow = measure("grpo", "fp32", "sdpa")
-    a = measure("agon", args.precision, args.attn)
+    g = measure("grpo", args.precision, args.attn, args.sampler)
+    slow = measure("grpo", "fp32", "sdpa", "transformers")
+    a = measure("agon", args.precision, args.attn, args.sampler)
     print(f"{'method':6} {'precision':9} {'attn':6} {'sampler':12} {'s/problem':>10} {'peak RSS MB':>12} adapters")
     for r in (g, slow, a):
         print(f"{r['method']:6} {r['precision']:9} {r['attn']:6} {r['sampler']:12} {r['seconds_per_problem']:10.3f} "

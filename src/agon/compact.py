@@ -44,6 +44,14 @@ def unsupported_reason(model) -> str | None:
     return None
 
 
+def require_supported(model) -> None:
+    """Raise, naming the config key, when `model` is not one this sampler implements."""
+    reason = unsupported_reason(model)
+    if reason:
+        raise ValueError(f"generation.backend: compact cannot sample this model: {reason}; "
+                         "use backend: transformers")
+
+
 @dataclass
 class _Layer:
     input_norm: torch.Tensor
@@ -61,9 +69,7 @@ class CompactQwen3:
 
     @torch.no_grad()
     def __init__(self, model):
-        reason = unsupported_reason(model)
-        if reason:
-            raise ValueError(f"generation.backend: compact cannot sample this model: {reason}")
+        require_supported(model)
         cfg = model.config
         self.heads, self.kv_heads = cfg.num_attention_heads, cfg.num_key_value_heads
         self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads

@@ -176,14 +176,10 @@ class CompactBackend(TransformersBackend):
     """
 
     def __init__(self, model, tokenizer, dtype: torch.dtype = torch.float32):
-        from .compact import unsupported_reason
+        from .compact import require_supported
 
         super().__init__(model, tokenizer, dtype)
-        base = model.get_base_model() if self.is_peft else model
-        reason = unsupported_reason(base)
-        if reason:
-            raise ValueError(f"generation.backend: compact cannot sample this model: {reason}; "
-                             "use backend: transformers")
+        require_supported(model.get_base_model() if self.is_peft else model)  # before any sampling
         self._fused: dict[str | None, "CompactQwen3"] = {}
 
     def sync(self, policies=None) -> None:

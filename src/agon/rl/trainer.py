@@ -27,7 +27,7 @@ import torch
 from tqdm import tqdm
 
 from .. import io, precision, prompts
-from ..generate import Backend, TransformersBackend
+from ..generate import Backend, make_backend
 from ..models import LoraPolicies
 from ..verify.grading import Grader
 from . import methods as methods_mod
@@ -148,10 +148,8 @@ class Trainer:
         self.grader = Grader()
         self.step = 0
         if backend_factory is None:
-            self.backend: Backend = TransformersBackend(self.policies.model, tokenizer,
-                                                        precision.dtype(self.precision))
-        else:
-            self.backend = backend_factory(self.policies.model)
+            backend_factory = lambda peft_model: make_backend({}, peft_model, tokenizer, self.precision)  # noqa: E731
+        self.backend: Backend = backend_factory(self.policies.model)
         self.backend.sync(self.policies)
 
     def plan(self, problems: list[dict]) -> tuple[list[dict], int]:
