@@ -19,6 +19,7 @@ import uuid
 
 import pytest
 
+from agon.verify import sandbox
 from agon.verify.sandbox import NOBODY, Outcome, SandboxLimits, normalize_output, run_tests
 
 # Small limits keep the hostile cases fast.
@@ -251,7 +252,16 @@ def escape_targets():
             os.unlink(path)
 
 
-def test_writes_outside_the_work_directory_fail_and_leave_no_file(escape_targets):
+@pytest.fixture(params=["at once", "one mount at a time"])
+def read_only_path(request, monkeypatch):
+    """Both ways the init script makes the namespace read-only: the one mount_setattr
+    call, and the per-mount fallback it takes where that call fails."""
+    if request.param == "one mount at a time":
+        monkeypatch.setattr(sandbox, "_INIT_SCRIPT", sandbox._INIT_TEMPLATE.format(all_read_only="false"))
+    return request.param
+
+
+def test_writes_outside_the_work_directory_fail_and_leave_no_file(escape_targets, read_only_path):
     targets = [*escape_targets, "../agon_escape"]  # the last: the harness's own directory
     code = f"""
         for path in {targets!r}:

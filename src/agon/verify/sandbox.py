@@ -70,22 +70,36 @@ _REPORT_CHARS = 2000
 # After a kill, the pipes close once every process holding them is gone.
 _DRAIN_AFTER_KILL_S = 2.0
 
-_INIT_SCRIPT = r"""
+# Every mount of the sandbox's private namespace read-only in ONE mount_setattr(2)
+# call with AT_RECURSIVE (Linux >= 5.12): perl makes the raw syscall (442 on every
+# architecture but alpha), no compiler needed. Exits non-zero where it cannot.
+# ~1 ms, where remounting one `mount` process per mount costs ~1.3 ms each
+# (util-linux 2.38's mount cannot remount recursively): 55 -> 36 ms per test here.
+_ALL_READ_ONLY = (
+    "perl -e 'my ($path, $attr) = (\"/\", pack(\"Q4\", 1, 0, 0, 0));"  # struct mount_attr: MOUNT_ATTR_RDONLY
+    " syscall(442, -100, $path, 0x8000, $attr, 32) == 0 or exit 1'"  # AT_FDCWD, AT_RECURSIVE, its size
+)
+
+_INIT_TEMPLATE = r"""
 set -eu
 work=$1; shift
-# Every mount of this private namespace read-only (skipping those already
-# read-only; mountinfo escapes a space as \040, which printf %b decodes)...
-while read -r _ _ _ _ target options _; do
-    case $options in ro|ro,*) continue ;; esac
-    case $target in *\\*) target=$(printf '%b' "$target") ;; esac
-    mount -o remount,bind,ro "$target"
-done < /proc/self/mountinfo
+# Every mount of this private namespace read-only, at once where the kernel can...
+if ! {all_read_only} 2>/dev/null; then
+    # ...else one at a time (skipping those already read-only; mountinfo
+    # escapes a space as \040, which printf %b decodes)...
+    while read -r _ _ _ _ target options _; do
+        case $options in ro|ro,*) continue ;; esac
+        case $target in *\\*) target=$(printf '%b' "$target") ;; esac
+        mount -o remount,bind,ro "$target"
+    done < /proc/self/mountinfo
+fi
 # ...then the work directory bound onto itself and made writable again.
 mount --bind "$work" "$work"
 mount -o remount,bind,rw "$work"
 cd "$work"
 "$@"
 """
+_INIT_SCRIPT = _INIT_TEMPLATE.format(all_read_only=_ALL_READ_ONLY)
 
 # argv: [-c, marker fd]. Refuse to run as root, announce that the program
 # starts, close the announcement pipe, then run main.py as __main__.
