@@ -45,7 +45,7 @@ def main() -> None:
     model, tok = load_base(args.base)
     model.set_attn_implementation("eager")
     dtype = precision.dtype(precision.resolve(args.precision))
-    backends = {"transformers": TransformersBackend(model, tok, dtype), "compact": CompactBackend(model, tok, dtype)}
+    backends = {"transformers": TransformersBackend(model, tok, dtype), "compact": CompactBackend.over_model(model, tok, dtype)}
     fmt = PromptFormat("toy")
     problems = toy_math.generate(8, 123, levels=cfg["datasets"]["toy_math"]["options"]["levels"])
     plain = [fmt.plain(p) for p in problems for _ in range(16)]

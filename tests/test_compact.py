@@ -43,7 +43,7 @@ def test_prefill_logits_match_transformers(model, tok):
     with torch.no_grad():
         positions = (enc["attention_mask"].cumsum(-1) - 1).clamp(min=0)
         expected = model(**enc, position_ids=positions).logits[:, -1]
-    fused = compact.CompactQwen3(model)
+    fused = compact.CompactQwen3.from_model(model)
     B, P = enc["input_ids"].shape
     fused._rope_table(P)
     cache = [(torch.zeros(B, 2, 8, P), torch.zeros(B, 2, P, 8)) for _ in range(2)]
@@ -56,7 +56,7 @@ def test_prefill_logits_match_transformers(model, tok):
 def test_greedy_decoding_matches_generate_token_for_token(model, tok):
     """fp32, left-padded prompts of different lengths, past max_position_embeddings."""
     reference = TransformersBackend(model, tok).sample(None, PROMPTS, GREEDY, seed=0)
-    fast = CompactBackend(model, tok).sample(None, PROMPTS, GREEDY, seed=0)
+    fast = CompactBackend.over_model(model, tok).sample(None, PROMPTS, GREEDY, seed=0)
     assert [c.completion_ids for c in fast] == [c.completion_ids for c in reference]
     assert [c.prompt_ids for c in fast] == [c.prompt_ids for c in reference]
     assert [c.text for c in fast] == [c.text for c in reference]
@@ -64,7 +64,7 @@ def test_greedy_decoding_matches_generate_token_for_token(model, tok):
 
 def test_stopped_rows_leave_the_batch_without_changing_the_others(model):
     """Rows that stop are dropped from the batch (and the KV cache); the rest continue exactly."""
-    fused = compact.CompactQwen3(model)
+    fused = compact.CompactQwen3.from_model(model)
     ids = [[5, 6, 7], [8, 9], [10, 11, 12, 13], [14]]
     free = compact.sample_ids(fused, ids, GREEDY, eos=-1)  # never stops
     assert all(len(row) == GREEDY["max_new_tokens"] for row in free)
@@ -88,7 +88,7 @@ def test_top_p_filter_matches_transformers_warpers():
 
 
 def test_sampling_is_seeded_and_respects_the_cap(model, tok):
-    backend = CompactBackend(model, tok)
+    backend = CompactBackend.over_model(model, tok)
     sampling = {"temperature": 1.0, "top_p": 0.95, "max_new_tokens": 7}
     a = backend.sample(None, PROMPTS * 3, sampling, seed=3)
     b = backend.sample(None, PROMPTS * 3, sampling, seed=3)
@@ -131,3 +131,109 @@ def test_other_architectures_are_refused_by_name(tok):
                                          num_hidden_layers=1, num_attention_heads=2))
     with pytest.raises(ValueError, match="generation.backend: compact cannot sample this model: model_type 'llama'"):
         make_backend({"generation": {"backend": "compact"}}, llama, tok, "fp32")
+
+
+# ------------------------------------------------ evaluation: base and adapters read from their files
+
+
+@pytest.fixture(scope="module")
+def saved(model, tok, tmp_path_factory):
+    """The model saved as a base directory, and two trained-looking adapters saved as `agon train` saves them."""
+    root = tmp_path_factory.mktemp("saved")
+    model.save_pretrained(root / "base")
+    tok.save_pretrained(root / "base")
+    pol = LoraPolicies(model, ("A", "B"), LORA, {"A": 0.0}, seed=0)
+    with torch.no_grad():
+        for name, p in pol.model.named_parameters():
+            if "lora_" in name:
+                p.normal_(0, 0.3)
+    for name in ("A", "B"):
+        pol.save(name, root / "adapters" / name)
+    yield root, pol
+    pol.model.unload()
+
+
+def _fused_weights(backend, adapter):
+    backend.sample(adapter, PROMPTS[:1], GREEDY, seed=0)
+    fused = backend._fused[adapter]
+    return [fused.embed, fused.norm, fused.lm_head] + [t for layer in fused.layers for t in vars(layer).values()]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_saved_files_give_exactly_the_weights_of_the_peft_path(saved, tok, dtype):
+    """Bit for bit: an evaluation job's samples must not depend on which path loaded the adapters."""
+    root, pol = saved
+    live = CompactBackend.over_model(pol.model, tok, dtype)
+    dirs = {name: str(root / "adapters" / name) for name in ("A", "B")}
+    from_files = CompactBackend.from_saved(str(root / "base"), dirs, tok, dtype)
+    for adapter in ("A", "B", None):
+        for a, b in zip(_fused_weights(live, adapter), _fused_weights(from_files, adapter), strict=True):
+            assert a.dtype == b.dtype == dtype
+            assert torch.equal(a, b)
+    assert not torch.equal(from_files._fused["A"].layers[0].qkv, from_files._fused[None].layers[0].qkv)
+    with pytest.raises(ValueError, match="unknown adapter 'C'"):
+        from_files.sample("C", PROMPTS, GREEDY, seed=0)
+
+
+def test_lora_delta_is_peft_s_merge(saved):
+    from agon.generate import _lora_layers
+    from agon.models import lora_delta
+
+    _, pol = saved
+    for layer in _lora_layers(pol.model).values():
+        for name in ("A", "B"):
+            got = lora_delta(layer.lora_A[name].weight, layer.lora_B[name].weight, layer.scaling[name])
+            assert torch.equal(got, layer.get_delta_weight(name))
+
+
+def test_saved_adapters_beyond_plain_lora_are_refused_by_name(saved, tmp_path):
+    import json
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    from agon.models import merge_saved_adapter, read_weights
+
+    root, _ = saved
+    base = read_weights(root / "base")
+    adapter = tmp_path / "A"
+    shutil.copytree(root / "adapters" / "A", adapter)
+    config = json.loads((adapter / "adapter_config.json").read_text())
+    (adapter / "adapter_config.json").write_text(json.dumps({**config, "use_dora": True}))
+    with pytest.raises(ValueError, match="use_dora = True is not supported"):
+        merge_saved_adapter(base, adapter)
+    (adapter / "adapter_config.json").write_text(json.dumps(config))
+    tensors = load_file(adapter / "adapter_model.safetensors")
+    save_file({**tensors, "base_model.model.lm_head.modules_to_save.weight": base["model.embed_tokens.weight"]},
+              adapter / "adapter_model.safetensors")
+    with pytest.raises(ValueError, match="tensors other than Linear LoRA A/B pairs"):
+        merge_saved_adapter(base, adapter)
+    save_file({k: v for k, v in tensors.items() if not k.endswith("q_proj.lora_B.weight")},
+              adapter / "adapter_model.safetensors")
+    with pytest.raises(ValueError, match="do not pair up"):
+        merge_saved_adapter(base, adapter)
+    (adapter / "adapter_model.safetensors").unlink()
+    with pytest.raises(FileNotFoundError, match="no adapter_model.safetensors"):
+        merge_saved_adapter(base, adapter)
+
+
+def test_a_compact_evaluation_loads_neither_peft_nor_transformers_models(saved):
+    """The saved-file path exists to skip those imports (~3 s per job): keep it that way."""
+    import json
+    import subprocess
+    import sys
+
+    root, _ = saved
+    spec = {"base_path": str(root / "base"), "prompt_style": "toy", "precision": "fp32",
+            "generation": {"backend": "compact"}, "sampling": {"temperature": 0, "max_new_tokens": 4}}
+    code = f"""
+import json, sys
+from agon.evaluate import protocols
+sample, fmt = protocols.sampler_for(json.loads({json.dumps(json.dumps(spec))}),
+                                    {{"A": {str(root / "adapters" / "A")!r}}}, seed=0)
+loaded = [m for m in ("peft", "transformers.modeling_utils", "transformers.models.auto.modeling_auto")
+          if m in sys.modules]
+print(json.dumps(loaded))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []

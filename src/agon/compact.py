@@ -21,32 +21,32 @@ architecture use the transformers backend.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
 
-def unsupported_reason(model) -> str | None:
-    """Why `model` cannot run here, or None when it can."""
-    cfg = model.config
-    if cfg.model_type != "qwen3":
-        return f"model_type {cfg.model_type!r} (the compact sampler implements qwen3 only)"
-    rope = getattr(cfg, "rope_parameters", None) or {}
+def unsupported_reason(config: dict) -> str | None:
+    """Why a model with this config (config.json's keys) cannot run here, or None when it can."""
+    if config.get("model_type") != "qwen3":
+        return f"model_type {config.get('model_type')!r} (the compact sampler implements qwen3 only)"
+    rope = config.get("rope_parameters") or {}
     if rope.get("rope_type", "default") != "default":
         return f"rope_type {rope.get('rope_type')!r} (only the default RoPE)"
-    if getattr(cfg, "use_sliding_window", False):
+    if config.get("use_sliding_window"):
         return "sliding-window attention"
-    if getattr(cfg, "attention_bias", False):
+    if config.get("attention_bias"):
         return "attention bias"
-    if cfg.hidden_act != "silu":
-        return f"hidden_act {cfg.hidden_act!r}"
+    if config.get("hidden_act") != "silu":
+        return f"hidden_act {config.get('hidden_act')!r}"
     return None
 
 
-def require_supported(model) -> None:
-    """Raise, naming the config key, when `model` is not one this sampler implements."""
-    reason = unsupported_reason(model)
+def require_supported(config: dict) -> None:
+    """Raise, naming the config key, when a model with `config` is not one this sampler implements."""
+    reason = unsupported_reason(config)
     if reason:
         raise ValueError(f"generation.backend: compact cannot sample this model: {reason}; "
                          "use backend: transformers")
@@ -65,34 +65,48 @@ class _Layer:
 
 
 class CompactQwen3:
-    """The weights of one Qwen3ForCausalLM, fused for sampling (a snapshot: rebuild after the weights change)."""
+    """The weights of one Qwen3ForCausalLM, fused for sampling (a snapshot: rebuild after the weights change).
+
+    `config` has config.json's keys; `weights` the model's state-dict names, already in
+    the sampling dtype (a tied lm_head may be absent, as save_pretrained leaves it).
+    """
 
     @torch.no_grad()
-    def __init__(self, model):
-        require_supported(model)
-        cfg = model.config
-        self.heads, self.kv_heads = cfg.num_attention_heads, cfg.num_key_value_heads
-        self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-        self.eps = cfg.rms_norm_eps
-        inner = model.model
-        self.dtype = inner.embed_tokens.weight.dtype
-        self.embed = inner.embed_tokens.weight
+    def __init__(self, config: dict, weights: Mapping[str, torch.Tensor]):
+        require_supported(config)
+        self.heads, self.kv_heads = config["num_attention_heads"], config["num_key_value_heads"]
+        self.head_dim = config.get("head_dim") or config["hidden_size"] // self.heads
+        self.eps = config["rms_norm_eps"]
+        self.embed = weights["model.embed_tokens.weight"]
+        self.dtype = self.embed.dtype
         self.layers = []
-        for layer in inner.layers:
-            att, mlp = layer.self_attn, layer.mlp
+        for i in range(config["num_hidden_layers"]):
+            w = {name.removeprefix(f"model.layers.{i}."): t for name, t in weights.items()
+                 if name.startswith(f"model.layers.{i}.")}
             self.layers.append(_Layer(
-                input_norm=layer.input_layernorm.weight,
-                qkv=torch.cat([att.q_proj.weight, att.k_proj.weight, att.v_proj.weight]),
-                q_norm=att.q_norm.weight, k_norm=att.k_norm.weight, o=att.o_proj.weight,
-                post_norm=layer.post_attention_layernorm.weight,
-                gate_up=torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]),
-                down=mlp.down_proj.weight))
-        self.norm = inner.norm.weight
-        self.lm_head = model.lm_head.weight
-        theta = cfg.rope_parameters["rope_theta"]
+                input_norm=w["input_layernorm.weight"],
+                qkv=torch.cat([w["self_attn.q_proj.weight"], w["self_attn.k_proj.weight"],
+                               w["self_attn.v_proj.weight"]]),
+                q_norm=w["self_attn.q_norm.weight"], k_norm=w["self_attn.k_norm.weight"],
+                o=w["self_attn.o_proj.weight"], post_norm=w["post_attention_layernorm.weight"],
+                gate_up=torch.cat([w["mlp.gate_proj.weight"], w["mlp.up_proj.weight"]]),
+                down=w["mlp.down_proj.weight"]))
+        self.norm = weights["model.norm.weight"]
+        if "lm_head.weight" in weights:
+            self.lm_head = weights["lm_head.weight"]
+        elif config.get("tie_word_embeddings"):
+            self.lm_head = self.embed
+        else:
+            raise KeyError("lm_head.weight missing and tie_word_embeddings is not set")
+        theta = config["rope_parameters"]["rope_theta"]
         d = self.head_dim
         self.inv_freq = 1.0 / (theta ** (torch.arange(0, d, 2, dtype=torch.float) / d))
         self.cos = self.sin = torch.empty((0, d), dtype=self.dtype)
+
+    @classmethod
+    def from_model(cls, model) -> "CompactQwen3":
+        """From a transformers Qwen3ForCausalLM (its current weights and dtype)."""
+        return cls(model.config.to_dict(), model.state_dict())
 
     def _rope_table(self, length: int) -> None:
         """cos/sin for positions [0, length), as transformers computes them (fp32, then cast)."""

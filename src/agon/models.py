@@ -35,16 +35,27 @@ def load_base(path: str, dtype: str = "float32"):
     return model, tokenizer
 
 
+# tokenizer_config.json classes that are tokenizers' own fast tokenizer (the toy tokenizer's):
+# AutoTokenizer would resolve them to this same class, but importing it costs ~2 s more.
+_PLAIN_FAST_TOKENIZERS = {"TokenizersBackend", "PreTrainedTokenizerFast"}
+
+
 def load_tokenizer(path: str):
     """The base directory's tokenizer, left-padding (for batched generation), with a pad token."""
-    from transformers import AutoTokenizer
+    import json
 
     path = str(path)
     if not Path(path).exists():
         raise FileNotFoundError(f"base model directory {path!r} does not exist")
     if not (Path(path) / "config.json").exists():
         raise FileNotFoundError(f"base model directory {path!r} has no config.json (not a transformers model)")
-    tokenizer = AutoTokenizer.from_pretrained(path)
+    settings = Path(path) / "tokenizer_config.json"
+    declared = json.loads(settings.read_text()).get("tokenizer_class") if settings.exists() else None
+    if declared in _PLAIN_FAST_TOKENIZERS:
+        from transformers import PreTrainedTokenizerFast as Loader
+    else:
+        from transformers import AutoTokenizer as Loader
+    tokenizer = Loader.from_pretrained(path)
     tokenizer.padding_side = "left"
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
@@ -54,8 +65,9 @@ def load_tokenizer(path: str):
 def load_for_job(spec: dict, weights: bool = True):
     """(base, tokenizer, PromptFormat) of a train/evaluate/curve job's spec.
 
-    `weights=False` skips the model (base is None): a job that samples with vLLM
-    needs only the tokenizer and the prompt format here; the engine loads the weights.
+    `weights=False` skips the model (base is None): a job that samples with vLLM or
+    the compact sampler's saved-file path needs only the tokenizer and the prompt
+    format here; the backend loads the weights.
     """
     from .prompts import PromptFormat
 
@@ -164,3 +176,87 @@ def load_adapters(base, adapter_dirs: dict[str, str]):
         model.load_adapter(d, adapter_name=name)
     model.eval()
     return model
+
+
+# ---------------------------------------------------------------- saved files, without transformers or peft
+# The compact sampler's evaluation jobs read the base and the adapters straight from
+# their files: importing transformers' models and peft costs ~3 s per job, more than
+# a toy evaluation samples (tests/test_compact.py checks these weights are exactly
+# those of the transformers + peft path).
+
+def read_config(path: str | Path) -> dict:
+    """A base model directory's config.json."""
+    import json
+
+    file = Path(path) / "config.json"
+    if not file.exists():
+        raise FileNotFoundError(f"base model directory {str(path)!r} has no config.json (not a transformers model)")
+    return json.loads(file.read_text())
+
+
+def read_weights(path: str | Path) -> dict[str, torch.Tensor]:
+    """A base model directory's tensors (model.safetensors, or the shards its index lists), as stored."""
+    import json
+
+    from safetensors.torch import load_file
+
+    path = Path(path)
+    index = path / "model.safetensors.index.json"
+    if index.exists():
+        shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+    elif (path / "model.safetensors").exists():
+        shards = ["model.safetensors"]
+    else:
+        raise FileNotFoundError(f"base model directory {str(path)!r} has no model.safetensors (nor an index of shards)")
+    weights: dict[str, torch.Tensor] = {}
+    for shard in shards:
+        weights.update(load_file(path / shard))
+    return weights
+
+
+def lora_delta(lora_A: torch.Tensor, lora_B: torch.Tensor, scaling: float) -> torch.Tensor:
+    """A LoRA update of a Linear weight as peft's `Linear.get_delta_weight` computes it (fp32, no fan_in_fan_out)."""
+    return (lora_B @ lora_A) * scaling
+
+
+# adapter_config.json keys whose non-default values change the update beyond B @ A * alpha / r
+_PLAIN_LORA = {"use_dora": False, "fan_in_fan_out": False, "bias": "none", "rank_pattern": {},
+               "alpha_pattern": {}, "modules_to_save": None, "lora_bias": False}
+
+
+def merge_saved_adapter(weights: dict[str, torch.Tensor], adapter_dir: str | Path) -> dict[str, torch.Tensor]:
+    """`weights` (a base's, fp32) with a saved peft LoRA adapter merged in, as a new dict."""
+    import json
+    import math
+
+    from safetensors.torch import load_file
+
+    adapter_dir = Path(adapter_dir)
+    config_file, tensors_file = adapter_dir / "adapter_config.json", adapter_dir / "adapter_model.safetensors"
+    for f in (config_file, tensors_file):
+        if not f.exists():
+            raise FileNotFoundError(f"adapter {str(adapter_dir)!r}: no {f.name}")
+    config = json.loads(config_file.read_text())
+    if config.get("peft_type") != "LORA":
+        raise ValueError(f"{config_file}: peft_type {config.get('peft_type')!r}, only LORA adapters can be merged")
+    for key, plain in _PLAIN_LORA.items():
+        if config.get(key, plain) not in (plain, None):
+            raise ValueError(f"{config_file}: {key} = {config[key]!r} is not supported here (only plain LoRA)")
+    r, alpha = config["r"], config["lora_alpha"]
+    scaling = alpha / math.sqrt(r) if config.get("use_rslora") else alpha / r
+    tensors = load_file(tensors_file)
+    other = [k for k in tensors if not k.endswith((".lora_A.weight", ".lora_B.weight"))]
+    if other:
+        raise ValueError(f"{tensors_file}: tensors other than Linear LoRA A/B pairs, e.g. {other[0]!r}")
+    a_keys = sorted(k for k in tensors if k.endswith(".lora_A.weight"))
+    if 2 * len(a_keys) != len(tensors):
+        raise ValueError(f"{tensors_file}: lora_A and lora_B tensors do not pair up")
+    merged = dict(weights)
+    prefix = "base_model.model."
+    for key in a_keys:
+        module = key.removeprefix(prefix).removesuffix(".lora_A.weight")
+        b_key = key.replace(".lora_A.weight", ".lora_B.weight")
+        if b_key not in tensors or f"{module}.weight" not in weights:
+            raise ValueError(f"{tensors_file}: {key} has no matching lora_B or base weight {module}.weight")
+        merged[f"{module}.weight"] = weights[f"{module}.weight"] + lora_delta(tensors[key], tensors[b_key], scaling)
+    return merged

@@ -102,10 +102,11 @@ def sampler_for(spec: dict, adapter_dirs: dict[str, str], seed: int):
     from ..generate import make_backend
     from ..models import load_adapters, load_for_job
 
-    # vLLM loads the base and the adapter directories itself: no copy in this process.
-    on_engine = (spec.get("generation") or {}).get("backend") == "vllm"
-    base, tokenizer, fmt = load_for_job(spec, weights=not on_engine)
-    model = load_adapters(base, adapter_dirs) if adapter_dirs and not on_engine else base
+    # vLLM's engine and the compact sampler read the base and the adapter directories
+    # themselves: no transformers model in this process.
+    from_files = (spec.get("generation") or {}).get("backend") in ("vllm", "compact")
+    base, tokenizer, fmt = load_for_job(spec, weights=not from_files)
+    model = load_adapters(base, adapter_dirs) if adapter_dirs and not from_files else base
     resolved = precision.resolve(spec.get("precision", "fp32"))
     backend = make_backend(spec, model, tokenizer, resolved, adapter_dirs=adapter_dirs)
     return make_sampler(backend, spec["sampling"], seed), fmt
