@@ -196,13 +196,14 @@ class CompactBackend:
 
     @classmethod
     def from_saved(cls, base_path: str, adapter_dirs: dict[str, str], tokenizer,
-                   dtype: torch.dtype = torch.float32) -> "CompactBackend":
+                   dtype: torch.dtype = torch.float32, base_dtype: torch.dtype = torch.float32) -> "CompactBackend":
+        """`base_dtype`: the base's weights before merging, as `models.load_base` would load them."""
         from .compact import CompactQwen3, require_supported
         from .models import merge_saved_adapter, read_config, read_weights
 
         config = read_config(base_path)
         require_supported(config)
-        base = read_weights(base_path)
+        base = {name: t.to(base_dtype) for name, t in read_weights(base_path).items()}
 
         def fuse(adapter: str | None) -> CompactQwen3:
             if adapter is not None and adapter not in adapter_dirs:
@@ -241,7 +242,8 @@ def make_backend(spec: dict, model, tokenizer, resolved_precision: str,
     if backend == "compact":
         if adapter_dirs is not None:
             return CompactBackend.from_saved(spec["base_path"], adapter_dirs, tokenizer,
-                                             precision.dtype(resolved_precision))
+                                             precision.dtype(resolved_precision),
+                                             getattr(torch, spec.get("dtype", "float32")))
         return CompactBackend.over_model(model, tokenizer, precision.dtype(resolved_precision))
     if backend == "vllm":
         from .vllm_backend import VllmBackend, engine_config

@@ -45,10 +45,7 @@ def load_tokenizer(path: str):
     import json
 
     path = str(path)
-    if not Path(path).exists():
-        raise FileNotFoundError(f"base model directory {path!r} does not exist")
-    if not (Path(path) / "config.json").exists():
-        raise FileNotFoundError(f"base model directory {path!r} has no config.json (not a transformers model)")
+    read_config(path)  # a model directory, or an error that says what is missing
     settings = Path(path) / "tokenizer_config.json"
     declared = json.loads(settings.read_text()).get("tokenizer_class") if settings.exists() else None
     if declared in _PLAIN_FAST_TOKENIZERS:
@@ -188,6 +185,8 @@ def read_config(path: str | Path) -> dict:
     """A base model directory's config.json."""
     import json
 
+    if not Path(path).exists():
+        raise FileNotFoundError(f"base model directory {str(path)!r} does not exist")
     file = Path(path) / "config.json"
     if not file.exists():
         raise FileNotFoundError(f"base model directory {str(path)!r} has no config.json (not a transformers model)")
