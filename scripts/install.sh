@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Sourced by run.sh and test.sh: create $VENV (default .venv) if absent and install the
-# project into it, editable, with the pip arguments given (`install .` or `install '.[test]'`).
+# Sourced by run.sh and test.sh: creates $VENV (default .venv) if absent, with uv in it,
+# and defines `venv_install ARGS...`, which installs ARGS (`-e .`, `-e '.[test]'`) into it.
 #
 # uv installs the ~100 pinned packages in parallel: ~25 s on the 2-core machine against
 # ~60 s for pip (measured from a fresh venv, both with bytecode compiled). uv reads no pip
@@ -13,7 +13,7 @@ VENV="${AGON_VENV:-.venv}"
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 [ -x "$VENV/bin/uv" ] || "$VENV/bin/pip" install -q uv==0.13.9
 
-install() {
+venv_install() {
     local links="${PIP_FIND_LINKS:-$("$VENV/bin/pip" config get global.find-links 2>/dev/null || true)}"
     local args=() link
     for link in $links; do args+=(--find-links "$link"); done

