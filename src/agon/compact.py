@@ -56,8 +56,7 @@ def require_supported(config: dict) -> None:
 class _Layer:
     input_norm: torch.Tensor
     qkv: torch.Tensor          # [(heads + 2 kv_heads) * head_dim, hidden]
-    q_norm: torch.Tensor
-    k_norm: torch.Tensor
+    qk_norm: torch.Tensor      # [heads + kv_heads, head_dim]: q_norm per query head, then k_norm per kv head
     o: torch.Tensor
     post_norm: torch.Tensor
     gate_up: torch.Tensor      # [2 * intermediate, hidden]
@@ -87,7 +86,8 @@ class CompactQwen3:
                 input_norm=w["input_layernorm.weight"],
                 qkv=torch.cat([w["self_attn.q_proj.weight"], w["self_attn.k_proj.weight"],
                                w["self_attn.v_proj.weight"]]),
-                q_norm=w["self_attn.q_norm.weight"], k_norm=w["self_attn.k_norm.weight"],
+                qk_norm=torch.cat([w["self_attn.q_norm.weight"].expand(self.heads, -1),
+                                   w["self_attn.k_norm.weight"].expand(self.kv_heads, -1)]),
                 o=w["self_attn.o_proj.weight"], post_norm=w["post_attention_layernorm.weight"],
                 gate_up=torch.cat([w["mlp.gate_proj.weight"], w["mlp.up_proj.weight"]]),
                 down=w["mlp.down_proj.weight"]))
@@ -141,9 +141,10 @@ class CompactQwen3:
         for i, layer in enumerate(self.layers):
             keys, values = cache[i]
             qkv = F.linear(self._rms(x, layer.input_norm), layer.qkv)
-            q, k, v = qkv.split([h * d, kvh * d, kvh * d], dim=-1)
-            q = self._rope(self._rms(q.view(B, L, h, d), layer.q_norm), cos, sin)
-            k = self._rope(self._rms(k.view(B, L, kvh, d), layer.k_norm), cos, sin)
+            # q and k heads normed and rotated in one pass (both act row by row, so the
+            # values are those of two separate passes; half the ops per layer)
+            qk = self._rope(self._rms(qkv[..., :(h + kvh) * d].view(B, L, h + kvh, d), layer.qk_norm), cos, sin)
+            q, k, v = qk[:, :, :h], qk[:, :, h:], qkv[..., (h + kvh) * d:]
             keys[:, :, :, start:end] = k.permute(0, 2, 3, 1)
             values[:, :, start:end] = v.view(B, L, kvh, d).transpose(1, 2)
             # Grouped-query attention without copying keys: query head j uses

@@ -181,8 +181,8 @@ class CompactBackend:
     (evaluation: a job then starts ~3 s sooner).
     """
 
-    def __init__(self, fuse: Callable[[str | None], "CompactQwen3"], tokenizer,
-                 on_sync: Callable[[], None] | None = None):
+    def __init__(self, *, fuse: Callable[[str | None], "CompactQwen3"], tokenizer,
+                 on_sync: Callable[[], None] | None = None):  # keyword-only: build through the classmethods
         self._fuse, self.tokenizer, self._on_sync = fuse, tokenizer, on_sync
         self._fused: dict[str | None, "CompactQwen3"] = {}
 
@@ -192,7 +192,8 @@ class CompactBackend:
 
         merged = TransformersBackend(model, tokenizer, dtype)
         require_supported((model.get_base_model() if merged.is_peft else model).config.to_dict())  # before any sampling
-        return cls(lambda adapter: CompactQwen3.from_model(merged.model_for(adapter)), tokenizer, merged.sync)
+        return cls(fuse=lambda adapter: CompactQwen3.from_model(merged.model_for(adapter)), tokenizer=tokenizer,
+                   on_sync=merged.sync)
 
     @classmethod
     def from_saved(cls, base_path: str, adapter_dirs: dict[str, str], tokenizer,
@@ -211,7 +212,7 @@ class CompactBackend:
             weights = merge_saved_adapter(base, adapter_dirs[adapter]) if adapter is not None else base
             return CompactQwen3(config, {name: t.to(dtype) for name, t in weights.items()})
 
-        return cls(fuse, tokenizer)
+        return cls(fuse=fuse, tokenizer=tokenizer)
 
     def sync(self, policies=None) -> None:
         if self._on_sync:
