@@ -235,6 +235,7 @@ def make_backend(spec: dict, model, tokenizer, resolved_precision: str,
     may be None there. vLLM is imported only when configured.
     """
     from . import precision
+    from .models import base_dtype
 
     generation = spec.get("generation") or {}
     backend = generation.get("backend", "transformers")
@@ -244,7 +245,7 @@ def make_backend(spec: dict, model, tokenizer, resolved_precision: str,
         if adapter_dirs is not None:
             return CompactBackend.from_saved(spec["base_path"], adapter_dirs, tokenizer,
                                              precision.dtype(resolved_precision),
-                                             getattr(torch, spec.get("dtype", "float32")))
+                                             getattr(torch, base_dtype(spec)))
         return CompactBackend.over_model(model, tokenizer, precision.dtype(resolved_precision))
     if backend == "vllm":
         from .vllm_backend import VllmBackend, engine_config

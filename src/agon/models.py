@@ -59,6 +59,11 @@ def load_tokenizer(path: str):
     return tokenizer
 
 
+def base_dtype(spec: dict) -> str:
+    """The dtype a job's base weights are held in (`models.<m>.dtype`, default float32)."""
+    return spec.get("dtype", "float32")
+
+
 def load_for_job(spec: dict, weights: bool = True):
     """(base, tokenizer, PromptFormat) of a train/evaluate/curve job's spec.
 
@@ -71,7 +76,7 @@ def load_for_job(spec: dict, weights: bool = True):
     if not weights:
         tokenizer = load_tokenizer(spec["base_path"])
         return None, tokenizer, PromptFormat(spec["prompt_style"], tokenizer, thinking=spec.get("thinking"))
-    base, tokenizer = load_base(spec["base_path"], spec.get("dtype", "float32"))
+    base, tokenizer = load_base(spec["base_path"], base_dtype(spec))
     if spec.get("attn_implementation"):
         # `eager` beats SDPA on CPU for the toy model's short sequences (benchmarks/train_speed.py)
         base.set_attn_implementation(spec["attn_implementation"])
@@ -224,7 +229,7 @@ _PLAIN_LORA = {"use_dora": False, "fan_in_fan_out": False, "bias": "none", "rank
 
 
 def merge_saved_adapter(weights: dict[str, torch.Tensor], adapter_dir: str | Path) -> dict[str, torch.Tensor]:
-    """`weights` (a base's, fp32) with a saved peft LoRA adapter merged in, as a new dict."""
+    """`weights` (a base's, as `load_base` holds them) with a saved peft LoRA adapter merged in, as a new dict."""
     import json
     import math
 
