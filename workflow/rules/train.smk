@@ -2,10 +2,26 @@
 # results/<run>/checkpoints/ (not a declared output), so a killed job resumes.
 
 
+# Before the first job that grades code: one program through the code sandbox.
+# No log file, so that its message (what to install or enable) reaches the console.
+localrules:
+    sandbox_check,
+
+
+rule sandbox_check:
+    output:
+        SANDBOX_CHECK,
+    params:
+        spec=lambda wc: spec_json({"sandbox": config.get("sandbox", {})}),
+    conda:
+        "../../envs/cpu.yaml"
+    shell:
+        "agon sandbox-check --spec {params.spec:q} --out {output}"
+
+
 rule train:
     input:
-        base=lambda wc: base_path(wc.model),
-        train=train_data_path,
+        unpack(train_inputs),
     output:
         adapters=directory(f"{R}/train/{{model}}/{{method}}/seed{{seed}}/adapters"),
         metrics=f"{R}/train/{{model}}/{{method}}/seed{{seed}}/metrics.jsonl",

@@ -94,7 +94,7 @@ def run_curve(spec: dict, log=print, sampler_factory=None) -> list[dict]:
         dirs = {a: str(Path(spec["snapshots"]) / f"step{step}" / a) for a in spec["adapters"]}
         sample, fmt = (sampler_factory or protocols.sampler_for)(spec, dirs,
                                                                  io.derived_seed(spec["seed"], "curve", step))
-        grader = Grader()
+        grader = Grader.for_spec(spec)
         records = protocols.run(ev["protocol"], ev["policies"], problems, sample, fmt, grader)
         points.append(point(spec, evaluation, step, records, "snapshot", selected))
         log(f"{spec['row']} step {step}/{total}: {points[-1]['k']}/{len(records)} correct")

@@ -362,6 +362,9 @@ def notes(spec: dict, rows: list[dict]) -> list[str]:
         out.append("A pair's row uses the cascade direction with the better pass@1 on the "
                    f"{spec.get('select_on', 'validation')} split; `(post hoc)` rows pick it on the "
                    "reported benchmark itself, as the paper did, and are optimistic by construction.")
+    if spec.get("unisolated_code"):
+        out.append("Code was graded with rlimits alone, WITHOUT the sandbox's isolation "
+                   "(config `sandbox.isolation: rlimits`): programs could read and reach what the user can.")
     if any(r.get("_absent") for r in rows):
         absent = ", ".join(dict.fromkeys(r["model"] for r in rows if r.get("_absent")))
         out.append(f"`{ABSENT}`: no model of this run stands for {absent}; only the paper's "

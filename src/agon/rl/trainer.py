@@ -129,7 +129,8 @@ def epoch_order(problems: list[dict], seed: int, epochs: int) -> list[dict]:
 
 class Trainer:
     def __init__(self, base, tokenizer, fmt: prompts.PromptFormat, train_cfg: dict, method: dict,
-                 sampling: dict, seed: int, precision_name: str = "fp32", backend_factory=None):
+                 sampling: dict, seed: int, precision_name: str = "fp32", backend_factory=None,
+                 grader: Grader | None = None):
         """`precision_name` is resolved ('bf16' | 'fp32', see precision.py);
         `backend_factory(peft_model)` builds the generation backend (default:
         transformers generation over this trainer's adapters)."""
@@ -145,7 +146,7 @@ class Trainer:
                                     weight_decay=train_cfg.get("weight_decay", 0.0))
             for name in self.adapters
         }
-        self.grader = Grader()
+        self.grader = grader or Grader()
         self.step = 0
         if backend_factory is None:
             backend_factory = lambda peft_model: make_backend({}, peft_model, tokenizer, self.precision)  # noqa: E731

