@@ -25,26 +25,14 @@ them from the saved files without loading transformers' model or peft.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Protocol
 
 import torch
 
+from .completion import Completion  # re-exported: backends return it
+
 if TYPE_CHECKING:
     from .compact import CompactQwen3
-
-
-@dataclass
-class Completion:
-    prompt: str
-    text: str
-    prompt_ids: list[int]
-    completion_ids: list[int]  # includes the eos token when the model stopped on its own
-    truncated: bool  # hit the completion cap without stopping
-
-    @property
-    def length(self) -> int:
-        return len(self.completion_ids)
 
 
 class Backend(Protocol):

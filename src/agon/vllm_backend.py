@@ -58,7 +58,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
-from .generate import Completion
+from .completion import Completion
 from .io import derived_seed
 
 CONFIG_KEY = "generation.backend: vllm"

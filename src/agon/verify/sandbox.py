@@ -542,7 +542,9 @@ class _TreeWatch:
     """Sums the CPU time and resident memory of every process in a run's pid namespace.
 
     It reads the run's own /proc through its pid 1 (bwrap's reaper, whose host
-    pid bwrap reports on --info-fd). Each process counts its own time and, in
+    pid bwrap reports on --info-fd), once the program has announced its start:
+    before that, the reaper may not have entered the run's root yet, and its
+    root's /proc would be the host's. Each process counts its own time and, in
     cutime/cstime, that of the children it reaped, so the sum covers processes
     that already ended; pids are read in increasing order, parents mostly
     before their children, so a reap between two reads undercounts for one
@@ -573,10 +575,10 @@ class _TreeWatch:
             except ChildProcessError:  # not (yet) ours: bwrap reaped it, or pid 1 will
                 pass
 
-    def over(self, limits: SandboxLimits) -> str:
+    def over(self, limits: SandboxLimits, started: bool) -> str:
         """Sample now: "cpu" or "memory" when all processes together are past the limit, else ""."""
         self.next_check = time.monotonic() + _WATCH_INTERVAL_S
-        if not self.proc_dir:
+        if not (self.proc_dir and started):
             return ""
         try:
             pids = sorted(int(name) for name in os.listdir(self.proc_dir) if name.isdigit())
@@ -647,7 +649,7 @@ def _execute(command: list[str], stdin: int, pass_fds, cwd, limits: SandboxLimit
         pipes[info_r] = tree.info
     status = usage = None
     try:
-        _pump(pipes, started + limits.wall_time_s, limits, proc, run, tree, info_r)
+        _pump(pipes, started + limits.wall_time_s, limits, proc, run, tree, marker_r, info_r)
         run.stdout = bytes(pipes[proc.stdout.fileno()])
         run.stderr = bytes(pipes[proc.stderr.fileno()])
         run.started = bool(pipes[marker_r])
@@ -690,7 +692,7 @@ def _wait(pid: int, deadline: float):
 
 
 def _pump(streams: dict[int, bytearray], deadline: float, limits: SandboxLimits, proc, run: _Run,
-          tree: _TreeWatch | None, info_fd: int | None) -> None:
+          tree: _TreeWatch | None, marker_fd: int, info_fd: int | None) -> None:
     """Read every stream to EOF, unless the deadline, the output cap or a whole-program limit comes first."""
     poller = select.poll()
     for fd in streams:
@@ -717,7 +719,7 @@ def _pump(streams: dict[int, bytearray], deadline: float, limits: SandboxLimits,
                 run.output_overflow = "stdout" if fd == proc.stdout.fileno() else "stderr"
                 return
         if tree is not None and time.monotonic() >= tree.next_check:
-            run.over_limit = tree.over(limits)
+            run.over_limit = tree.over(limits, started=bool(streams[marker_fd]))
             if run.over_limit:
                 return
 
