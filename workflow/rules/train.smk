@@ -3,7 +3,8 @@
 
 
 # Before the first job that grades code: one program through the code sandbox.
-# No log file, so that its message (what to install or enable) reaches the console.
+# Its log goes to the console too (tee), so that the message saying what to
+# install or enable is where the user looks, not one file away.
 localrules:
     sandbox_check,
 
@@ -13,10 +14,12 @@ rule sandbox_check:
         SANDBOX_CHECK,
     params:
         spec=lambda wc: spec_json({"sandbox": config.get("sandbox", {})}),
+    log:
+        f"{R}/logs/sandbox_check.log",
     conda:
         "../../envs/cpu.yaml"
     shell:
-        "agon sandbox-check --spec {params.spec:q} --out {output}"
+        "agon sandbox-check --spec {params.spec:q} --out {output} 2>&1 | tee {log}"
 
 
 rule train:

@@ -278,9 +278,17 @@ def check(config: SandboxConfig = SandboxConfig()) -> Mechanism:
         version = subprocess.run([bwrap, "--version"], capture_output=True, text=True, env=_ENV, timeout=10)
         mechanism = Mechanism("bwrap", bwrap, version.stdout.strip().removeprefix("bubblewrap "), seccomp.supported())
         _become_subreaper()
-    probe = _run_one("print(6 * 7)", {"input": "", "output": "42"}, _PROBE_LIMITS, mechanism)
+    runs: list[_Run] = []
+    # long enough for the whole-program watch to sample it: a watch that cannot read
+    # the run's /proc would leave per-process limits only, a silent downgrade
+    probe = _run_one("import time\ntime.sleep(0.05)\nprint(6 * 7)", {"input": "", "output": "42"}, _PROBE_LIMITS,
+                     mechanism, runs)
     if probe.outcome is not Outcome.PASSED:
         raise SandboxUnavailable(_explain(mechanism, probe))
+    if mechanism.isolation == "bwrap" and not runs[0].watched:
+        raise SandboxUnavailable(f"the code sandbox cannot count a program's processes here: this process cannot "
+                                 f"read the run's /proc through /proc/PID/root ({mechanism.bwrap}); "
+                                 f"{_RLIMITS_HINT}")
     if mechanism.isolation == "rlimits":
         _sweep_leftovers()
     return mechanism
@@ -388,7 +396,7 @@ def _runnable_by_sandbox_user(path: str) -> bool:
 # ------------------------------------------------------------------ one run
 
 
-def _run_one(code: str, test: dict, limits: SandboxLimits, mechanism: Mechanism) -> CaseReport:
+def _run_one(code: str, test: dict, limits: SandboxLimits, mechanism: Mechanism, runs: list | None = None) -> CaseReport:
     fds: list[int] = []
     workdir = None
     try:
@@ -402,6 +410,8 @@ def _run_one(code: str, test: dict, limits: SandboxLimits, mechanism: Mechanism)
             command = [*_drop_root(limits), python, "-I", "-c", _BOOTSTRAP, "MARKER", *_limit_args(limits, 0)]
             pass_fds, cwd = (), workdir
         run = _execute(command, stdin, pass_fds, cwd, limits, watch=mechanism.isolation == "bwrap")
+        if runs is not None:
+            runs.append(run)
     except _SetupError as exc:
         return CaseReport(Outcome.SANDBOX_ERROR, str(exc))
     except OSError as exc:
@@ -530,6 +540,7 @@ class _Run:
     killed_on_wall_clock: bool = False
     output_overflow: str = ""  # name of the stream that overflowed
     over_limit: str = ""  # "cpu" or "memory": all processes together
+    watched: int = 0  # samples of the run's /proc that the whole-program watch took
     exit_code: int | None = None
     wall_s: float = 0.0
     cpu_s: float = 0.0
@@ -554,6 +565,7 @@ class _TreeWatch:
     def __init__(self):
         self.info = bytearray()
         self.reaper = 0  # host pid of bwrap's reaper, pid 1 of the run's namespace
+        self.samples = 0
         self.proc_dir = ""
         self.cpu_s = 0.0
         self.next_check = time.monotonic() + _WATCH_INTERVAL_S
@@ -584,6 +596,7 @@ class _TreeWatch:
             pids = sorted(int(name) for name in os.listdir(self.proc_dir) if name.isdigit())
         except OSError:  # the namespace is gone: nothing left to count
             return ""
+        self.samples += 1
         ticks = pages = 0
         for pid in pids:
             stat = self._read(pid, "stat")
@@ -675,6 +688,7 @@ def _execute(command: list[str], stdin: int, pass_fds, cwd, limits: SandboxLimit
     run.exit_code = proc.returncode
     run.wall_s = time.monotonic() - started
     run.cpu_s = max(usage.ru_utime + usage.ru_stime, tree.cpu_s if tree else 0.0)
+    run.watched = tree.samples if tree else 0
     return run
 
 
