@@ -283,3 +283,13 @@ def test_table1_empty_cell_and_other_knobs():
     assert design.matrix(rows) == [
         ["no competition", "g; c (per-rollout hidden rival)", "(empty: no configured method)"],
         ["competition", "(empty: no configured method)", "(empty: no configured method)"]]
+
+
+def test_unisolated_code_is_said_in_the_notes():
+    """sandbox.isolation: rlimits (programs ran without isolation) is named in a code table's notes."""
+    from agon.report.tables import notes
+
+    spec = {"rows": ["zero_shot"], "models": ["toy_code"], "benchmark": "code_heldout"}
+    assert not any("WITHOUT" in n for n in notes(spec, []))
+    assert any("WITHOUT the sandbox's isolation" in n and "rlimits" in n
+               for n in notes({**spec, "unisolated_code": True}, []))

@@ -290,3 +290,39 @@ def test_code_domain_table6(finished_run):
     assert sum(g.get("programs", 0) for g in graders) > 0 and sum(g.get("sandbox_runs", 0) for g in graders) > 0
     assert all(g.get("harness_error", 0) == 0 for g in graders), graders
     assert "Table 6 - code domain" in (results / "report.md").read_text()
+    # ...in bubblewrap, as each job's provenance says, after the run's sandbox check passed
+    mechanisms = [s["sandbox"] for p in (results / "eval" / "toy_code").glob("*/seed0/provenance.json")
+                  for s in json.loads(p.read_text())["summary"].values()]
+    mechanisms += [json.loads(p.read_text())["sandbox"]
+                   for p in (results / "train" / "toy_code").glob("*/seed0/adapters/train_summary.json")]
+    assert len(mechanisms) == 13 and {m["isolation"] for m in mechanisms} == {"bwrap"}, mechanisms
+    assert json.loads((results / "sandbox.json").read_text())["sandbox"]["isolation"] == "bwrap"
+    assert "WITHOUT the sandbox's isolation" not in (results / "tables" / "table6_code.md").read_text()
+
+
+def _config_over_test(tmp_path, extra: str) -> Path:
+    path = tmp_path / "over_test.yaml"
+    path.write_text(f"extends: {ROOT / 'config' / 'test.yaml'}\n{extra}")
+    return path
+
+
+def test_a_run_that_cannot_isolate_code_stops_at_the_sandbox_check_saying_why(tmp_path):
+    """Before any code job: the check fails on the console with what to install (not 'check log')."""
+    config = _config_over_test(tmp_path, "sandbox: {bwrap: /nonexistent/bwrap}\n")
+    # targets first: --configfile takes every argument after it as a config file
+    plan = snakemake(tmp_path, "results/test/train/toy_code/grpo/seed0/adapters", "-n", "--configfile", str(config))
+    assert "sandbox_check" in plan.stdout  # the code cell's training waits for it
+    proc = snakemake(tmp_path, "results/test/sandbox.json", "--configfile", str(config), check=False)
+    assert proc.returncode != 0
+    console = proc.stdout + proc.stderr
+    assert "/nonexistent/bwrap" in console and "apt-get install bubblewrap" in console, console[-3000:]
+    assert not (tmp_path / "results" / "test" / "sandbox.json").exists()
+
+
+def test_rlimits_isolation_is_named_in_the_code_tables_notes(tmp_path):
+    config = _config_over_test(tmp_path, "sandbox: {isolation: rlimits}\n")
+    proc = snakemake(tmp_path, "results/test/tables/table6_code.md", "results/test/tables/table3_main.md",
+                     "-n", "-p", "--forceall", "--configfile", str(config))
+    table_commands = [line for line in proc.stdout.splitlines() if "agon table" in line]
+    code, math = (next(c for c in table_commands if f"tables/{t}" in c) for t in ("table6_code", "table3_main"))
+    assert '"unisolated_code": true' in code and "unisolated_code" not in math
