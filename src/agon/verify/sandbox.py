@@ -307,6 +307,8 @@ def _become_subreaper() -> None:
     orphan, and where the machine's pid 1 does not reap (containers), a
     zombie for good, one per test run. As a child subreaper this process
     inherits it instead, and `_execute` reaps it by the pid bwrap reported.
+    (Other orphaned grandchildren of this process, of which a job makes
+    none, would now wait for it too rather than for pid 1.)
     """
     import ctypes
 
@@ -440,10 +442,11 @@ def _memfd(name: str, data: bytes, fds: list[int]) -> int:
 
 
 def _python(name: str) -> str:
+    """The interpreter's real path: a link into /etc/alternatives would not resolve in the sandbox's root."""
     python = shutil.which(name, path=TRUSTED_PATH)
     if python is None:
         raise _SetupError(f"sandbox python {name!r} not found (looked on {TRUSTED_PATH})")
-    return python
+    return os.path.realpath(python)
 
 
 def _drop_root(limits: SandboxLimits) -> list[str]:

@@ -20,6 +20,7 @@ include/uapi/asm-generic/unistd.h (Linux 6.x). Only x86_64 has run here.
 from __future__ import annotations
 
 import errno
+import functools
 import platform
 import struct
 
@@ -74,6 +75,7 @@ def supported(machine: str | None = None) -> bool:
     return (machine or platform.machine()) in _NUMBERS
 
 
+@functools.cache
 def program(machine: str | None = None) -> bytes:
     """The filter for `machine` (default: this one) as bytes for bwrap's --seccomp."""
     machine = machine or platform.machine()
