@@ -637,3 +637,33 @@ def test_rlimits_isolation_runs_programs_and_sweeps_dead_harnesses_leftovers():
         for path in (leftover, mine):
             if os.path.exists(path):
                 os.rmdir(path)
+
+
+def test_signals_and_setuid_binaries_reach_nothing_outside():
+    """kill(-1) reaches only the run's own namespace; a setuid binary gains nothing (no_new_privs)."""
+    bystander = subprocess.Popen([*sandbox._drop_root(LIMITS), "sleep", "30"])  # the sandbox's host uid
+    try:
+        time.sleep(0.2)
+        code = """
+            import os, signal, subprocess
+            setuid = [p for p in ("/usr/bin/su", "/usr/bin/passwd", "/usr/bin/newgrp") if os.path.exists(p)
+                      and os.stat(p).st_mode & 0o4000]
+            for path in setuid:
+                out = subprocess.run([path, "-c", "id -u"] if path.endswith("su") else [path],
+                                     capture_output=True, text=True, input="")
+                print(path, "uid after:", out.stdout.strip() or "-", os.geteuid())
+            print("setuid binaries tried:", len(setuid))
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            try:
+                os.kill(-1, signal.SIGKILL)  # every process it may signal: in its own namespace, none
+            except ProcessLookupError:
+                print("nothing to kill")
+            print("still here")
+            """
+        report = only_report(run(code))
+        assert "still here" in report.stdout and "uid after: 0" not in report.stdout, report
+        assert "setuid binaries tried: 0" not in report.stdout, report.stdout
+        assert bystander.poll() is None, "a process outside the sandbox was killed"
+    finally:
+        bystander.kill()
+        bystander.wait()
