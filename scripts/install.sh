@@ -14,7 +14,7 @@
 # where present. Run as root, the sandbox drops to nobody before bwrap starts, and nobody
 # cannot reach a bwrap inside root's home: so as root, on Debian or Ubuntu, install the package.
 if [ "$(id -u)" = 0 ] && ! command -v bwrap >/dev/null && command -v apt-get >/dev/null; then
-    { apt-get install -y -qq bubblewrap || { apt-get update -qq && apt-get install -y -qq bubblewrap; }; } >/dev/null ||
+    { apt-get install -y -qq bubblewrap || { apt-get update -qq && apt-get install -y -qq bubblewrap; }; } >/dev/null 2>&1 ||
         echo "install.sh: could not install bubblewrap with apt-get; the code sandbox will say what it needs" >&2
 fi
 VENV="${AGON_VENV:-.venv}"
