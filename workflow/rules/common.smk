@@ -36,12 +36,13 @@ def train_data_path(wc):
     return split_path(config["models"][wc.model]["train_data"], "train")
 
 
-CODE_SOURCES = ("toy_code", "codecontests")  # graded by running programs in the code sandbox
 SANDBOX_CHECK = f"{R}/sandbox.json"
 
 
 def sandbox_check_for(datasets):
     """The sandbox check's output, for a job that grades code: no program runs before it passed."""
+    from agon.verify.grading import CODE_SOURCES  # graded by running programs in the code sandbox
+
     return {"sandbox": SANDBOX_CHECK} if any(config["datasets"][d]["source"] in CODE_SOURCES for d in datasets) else {}
 
 

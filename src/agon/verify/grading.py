@@ -41,7 +41,7 @@ __all__ = ["Grader", "SandboxUnavailable", "clear_cache", "compiles", "program_t
 TOY_LIMITS = SandboxLimits(cpu_time_s=1, wall_time_s=3.0, memory_bytes=256 << 20, output_bytes=1 << 20,
                            disk_bytes=16 << 20)
 CODE_SOURCES = ("toy_code", "codecontests")
-# Verdicts by (program, tests, limits), shared by every Grader of the process (LRU).
+# Verdicts by (program, tests, limits, isolation), shared by every Grader of the process (LRU).
 _VERDICTS: OrderedDict = OrderedDict()
 _VERDICTS_LOCK = threading.Lock()
 CACHE_SIZE = 16384
@@ -130,6 +130,8 @@ class Grader:
     def run_program(self, problem: dict, code: str) -> str:
         """The program's verdict on the problem's tests: "passed" or the failing outcome's name."""
         self._count("programs")
+        # raises SandboxUnavailable, saying what to install or enable, where the sandbox cannot work
+        self.mechanism = sandbox.check(self.sandbox_config).describe()
         tests, limits = problem["tests"], self.limits_for(problem)
         key = (code, tuple((t["input"], t["output"]) for t in tests), limits, self.sandbox_config)
         with _VERDICTS_LOCK:
@@ -151,8 +153,6 @@ class Grader:
     def _verdict(self, code: str, tests: list[dict], limits: SandboxLimits) -> str:
         if not compiles(code):
             return "syntax_error"
-        # raises SandboxUnavailable, saying what to install or enable, where the sandbox cannot work
-        self.mechanism = sandbox.check(self.sandbox_config).describe()
         first = self._sandbox(code, tests[:1], limits)
         outcomes = [first]
         if first is Outcome.PASSED and len(tests) > 1:
