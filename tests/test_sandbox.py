@@ -667,3 +667,93 @@ def test_signals_and_setuid_binaries_reach_nothing_outside():
     finally:
         bystander.kill()
         bystander.wait()
+
+
+def test_nothing_but_the_program_runs_in_its_namespace():
+    """No bwrap reaper beside it (--as-pid-1): a reaper of the program's own uid could be rewritten
+    through /proc/1/mem (the review did, and kept a daemon alive past the run reporting exit 0)."""
+    report = only_report(run("import os\nprint(os.getpid(), sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))"))
+    assert report.stdout == "1 [1]\n", report.stdout
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGUSR1, signal.SIGALRM])
+def test_a_program_that_signals_itself_dies_of_it_as_pid_1_too(signum):
+    report = only_report(run(f"import os\nos.kill(os.getpid(), {int(signum)})\nprint('alive')"))
+    assert report.outcome is Outcome.RUNTIME_ERROR and report.exit_code == 128 + signum, report
+    assert "alive" not in report.stdout
+
+
+# ------------------------------------------------------------ the second outside review's attacks
+
+
+def test_a_program_that_clears_its_parent_death_signal_still_dies_with_the_run(sandbox_baseline):
+    """prctl(PR_SET_PDEATHSIG, 0), answer, close stdio, linger: killing bwrap alone left it running,
+    with CPU hogs that made later correct programs time out (verdicts then cached)."""
+    code = """
+        import ctypes, os, time
+        ctypes.CDLL(None).prctl(1, 0, 0, 0, 0)  # PR_SET_PDEATHSIG: none
+        for _ in range(3):
+            if os.fork() == 0:
+                os.setsid()
+                while True:
+                    pass
+        print(42, flush=True)
+        for fd in (0, 1, 2):
+            os.close(fd)
+        time.sleep(20)
+        """
+    report = only_report(run(code, [{"input": "", "output": "42"}]))
+    assert report.outcome is Outcome.TIMEOUT, report
+    assert new_sandbox_pids(sandbox_baseline, within_s=2.0) == set(), "the run's processes outlived run_tests"
+
+
+def test_memory_of_processes_whose_main_thread_exited_is_counted():
+    """A process whose leader thread exited shows rss 0 in its stat; its threads' memory still counts."""
+    code = """
+        import ctypes, os, threading, time, mmap
+        for _ in range(4):
+            if os.fork() == 0:
+                def hold():
+                    m = mmap.mmap(-1, 100 << 20)
+                    for i in range(0, len(m), 4096):
+                        m[i] = 1
+                    time.sleep(10)
+                threading.Thread(target=hold).start()
+                time.sleep(0.1)
+                ctypes.CDLL(None).syscall(60, 0)  # SYS_exit: the main thread alone
+        time.sleep(10)
+        """
+    report = only_report(run(code, limits=SandboxLimits(cpu_time_s=3, wall_time_s=6.0, memory_bytes=256 << 20)))
+    assert report.outcome is Outcome.MEMORY_LIMIT, report
+
+
+def test_ignoring_sigchld_and_sysv_queues_and_many_descriptors_are_refused():
+    """Auto-reaped children take their CPU time out of /proc; message queues and pipe buffers are
+    kernel memory no /proc sum sees."""
+    code = """
+        import ctypes, os, signal
+        try:
+            signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+            print("ignored")
+        except OSError as e:
+            print("sigchld", e.errno)
+        signal.signal(signal.SIGUSR1, signal.SIG_IGN)  # other signals as usual
+        libc = ctypes.CDLL(None, use_errno=True)
+        print("msgget", libc.msgget(0, 0o1000 | 0o600), ctypes.get_errno())
+        pipes = []
+        try:
+            while True:
+                pipes.append(os.pipe())
+        except OSError as e:
+            print("pipes", len(pipes), e.errno)
+        """
+    report = only_report(run(code))
+    lines = report.stdout.splitlines()
+    assert lines[0] == "sigchld 1" and lines[1] == "msgget -1 1", report  # EPERM
+    count, err = map(int, lines[2].split()[1:])
+    assert count < sandbox._OPEN_FILES // 2 and err == 24, lines  # EMFILE
+
+
+def test_code_with_a_lone_surrogate_is_a_program_failure_not_a_harness_crash():
+    report = only_report(run("print(1)  # \ud800", [{"input": "\udc80", "output": "1"}]))
+    assert report.outcome in (Outcome.PASSED, Outcome.RUNTIME_ERROR), report  # a verdict, no exception

@@ -20,10 +20,10 @@ COMMON = {"x86_64": {"read": 0, "write": 1, "openat": 257, "clone": 56, "exit_gr
           "aarch64": {"read": 63, "write": 64, "openat": 56, "clone": 220, "exit_group": 94, "mmap": 222}}
 
 
-def run_filter(program: bytes, nr: int, arch: int) -> int:
-    """Evaluate the filter on seccomp_data {nr, arch}: the subset of classic BPF it uses."""
+def run_filter(program: bytes, nr: int, arch: int, arg0: int = 0) -> int:
+    """Evaluate the filter on seccomp_data {nr, arch, args[0]}: the subset of classic BPF it uses."""
     code = [struct.unpack("=HBBI", program[i:i + 8]) for i in range(0, len(program), 8)]
-    data = {0: nr & 0xFFFFFFFF, 4: arch}
+    data = {0: nr & 0xFFFFFFFF, 4: arch, 16: arg0}
     acc, pc = 0, 0
     while True:
         op, jt, jf, k = code[pc]
@@ -45,12 +45,16 @@ def test_refuses_the_listed_calls_and_allows_the_rest(machine):
     arch, _, numbers = seccomp._NUMBERS[machine]
     program = seccomp.program(machine)
     assert len(program) % 8 == 0 and len(program) // 8 < 4096  # BPF_MAXINSNS
-    assert set(numbers) == set(seccomp.REFUSED)
+    assert set(numbers) == {*seccomp.REFUSED, "rt_sigaction"}
     for name in seccomp.REFUSED:
         assert run_filter(program, numbers[name], arch) == EPERM, name
     for name, nr in COMMON[machine].items():
         assert run_filter(program, nr, arch) == ALLOW, name
     assert run_filter(program, COMMON[machine]["read"], 0x40000003) == EPERM  # another ABI (i386)
+    # signal handlers may be set, except on SIGCHLD (ignoring it would hide children's CPU time)
+    for signum in (2, 10, 14, 15):
+        assert run_filter(program, numbers["rt_sigaction"], arch, signum) == ALLOW, signum
+    assert run_filter(program, numbers["rt_sigaction"], arch, seccomp.SIGCHLD) == EPERM
 
 
 def test_x32_calls_are_refused_on_x86_64():

@@ -7,9 +7,13 @@ Isolation (`SandboxConfig.isolation`, the config's `sandbox.isolation`):
                    runs in a fresh process tree:
 
       [setpriv --reuid=65534 ...]      only when the harness itself is root
-        bwrap --unshare-{user,ipc,pid,net,uts,cgroup} --disable-userns ...
-          bwrap's reaper               pid 1 of the run's own pid namespace
-            python -I -c _BOOTSTRAP    sets the rlimits, announces the start, runs main.py
+        bwrap --unshare-{user,ipc,pid,net,uts,cgroup} --disable-userns --as-pid-1 ...
+          python -I -c _BOOTSTRAP      pid 1 of the run's own pid namespace: sets the
+                                       rlimits, announces the start, runs main.py
+
+  --as-pid-1: no bwrap reaper inside. It would run as the program's own uid,
+  so the program could rewrite its memory through /proc/1/mem (an outside
+  review did: it then kept a daemon alive past the run and reported exit 0).
 
   rlimits          the same bootstrap and limits with no namespaces at all: the
                    program runs as the harness's user (nobody when root) and
@@ -31,13 +35,19 @@ What bwrap enforces, per run (nothing is shared between runs side by side):
     namespaces, and a seccomp filter (agon.verify.seccomp) refuses memfd and
     SysV shared memory, mounts, namespaces, keyrings, bpf, ptrace, io_uring.
   * processes: RLIMIT_NPROC is counted per user namespace (Linux >= 5.14), so
-    `max_processes` bounds this run's processes alone; when the harness kills
-    the tree, bwrap's reaper dies and the kernel kills the whole namespace,
-    daemons and processes that left the session included.
+    `max_processes` bounds this run's processes alone; when the program (pid
+    1) exits, or the harness kills bwrap and with it the program
+    (--die-with-parent), the kernel kills the whole namespace, daemons and
+    processes that left the session included.
   * whole-program limits, all processes together: the harness reads the run's
     own /proc every `_WATCH_INTERVAL_S` and kills the tree once their summed
     CPU time passes `cpu_time_s` or their summed resident memory passes
-    `memory_bytes` (shared pages count once per process: a conservative sum).
+    `memory_bytes` (past the plain RSS sum, the proportional share, PSS, decides;
+    a process whose main thread exited is read through its live threads).
+    Auto-reaped children would take their CPU time out of /proc: the seccomp
+    filter refuses ignoring SIGCHLD. Kernel memory (pipe and socket buffers,
+    tmpfs inodes, loopback TCP) is bounded, not counted: 64 open files a
+    process (RLIMIT_NOFILE) times `max_processes`.
     Disk: the tmpfs's size bounds everything written (memory the kernel
     counts, since tmpfs pages are RAM). Per process, as before: RLIMIT_AS
     (`memory_bytes`: allocations fail with MemoryError), RLIMIT_CPU,
@@ -98,25 +108,37 @@ _DRAIN_AFTER_KILL_S = 2.0
 _REAP_AFTER_EOF_S = 1.0
 # How often the harness sums the CPU time and resident memory of a run's processes.
 _WATCH_INTERVAL_S = 0.01
+_PSS_INTERVAL_S = 0.1  # the proportional-share check (expensive), at most this often
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 _PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 # Inside the sandbox: the writable tmpfs, which is also the program's directory.
 _WORK = "/tmp"
 _ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": _WORK}
 _MSGQUEUE_BYTES = 1 << 20  # POSIX message queues: kernel memory, so kept small
+# Open files per process: pipe and socket buffers are kernel memory that no /proc sum
+# sees (up to 1 MB a pipe, 8 MB a socket pair); this bounds them with the process limit.
+_OPEN_FILES = 64
 
 # argv: [-c, marker fd, cpu s, address-space bytes, file-size bytes, processes].
 # Set the limits, refuse to run as root, announce that the program starts, close
-# every inherited descriptor but 0-2, then run main.py as __main__.
+# every inherited descriptor but 0-2, then run main.py as __main__. As pid 1 of
+# its namespace (bwrap --as-pid-1) the kernel ignores signals whose action is the
+# default, RLIMIT_CPU's SIGXCPU included: those end it as they would any process,
+# with the exit status 128+N that bwrap reports for a death by signal N.
 _BOOTSTRAP = (
     "import os, sys, resource as r\n"
+    "if os.getpid() == 1:\n"
+    "    import signal as s\n"
+    "    for n in (s.SIGTERM, s.SIGHUP, s.SIGQUIT, s.SIGUSR1, s.SIGUSR2, s.SIGALRM, s.SIGXCPU, s.SIGVTALRM, s.SIGPROF):\n"
+    "        s.signal(n, lambda n, _: os._exit(128 + n))\n"
     "fd, cpu, mem, fsize, nproc = map(int, sys.argv[1:6])\n"
     "for k, v in ((r.RLIMIT_CPU, (cpu, cpu + 1)), (r.RLIMIT_AS, (mem, mem)), (r.RLIMIT_FSIZE, (fsize, fsize)),\n"
-    f"             (r.RLIMIT_NPROC, (nproc, nproc)), (r.RLIMIT_CORE, (0, 0)), (r.RLIMIT_MSGQUEUE, ({_MSGQUEUE_BYTES},) * 2)):\n"
+    f"             (r.RLIMIT_NPROC, (nproc, nproc)), (r.RLIMIT_CORE, (0, 0)), (r.RLIMIT_MSGQUEUE, ({_MSGQUEUE_BYTES},) * 2),\n"
+    f"             (r.RLIMIT_NOFILE, ({_OPEN_FILES},) * 2)):\n"
     "    hard = r.getrlimit(k)[1]\n"
     "    r.setrlimit(k, v if hard == r.RLIM_INFINITY else (min(v[0], hard), min(v[1], hard)))\n"
     "if os.getuid() == 0 or os.geteuid() == 0: sys.exit('sandbox: still root')\n"
-    "os.write(fd, b'R'); os.closerange(3, r.getrlimit(r.RLIMIT_NOFILE)[0])\n"
+    "os.write(fd, b'R'); os.closerange(3, 1 << 30)\n"  # close_range(2): inherited descriptors above the new limit too
     "sys.argv = ['main.py']\n"
     "import runpy; runpy.run_path('main.py', run_name='__main__')\n"
 )
@@ -300,13 +322,13 @@ _RLIMITS_HINT = ("or, knowingly, run programs with rlimits alone and no isolatio
 
 
 def _become_subreaper() -> None:
-    """Adopt the runs' orphaned reapers, to reap them.
+    """Adopt the runs' orphaned pid 1s, to reap them.
 
-    bwrap (0.8-0.11, monitor_child) exits as soon as its reaper reports the
-    program's exit status, without waiting for it: the reaper becomes an
-    orphan, and where the machine's pid 1 does not reap (containers), a
-    zombie for good, one per test run. As a child subreaper this process
-    inherits it instead, and `_execute` reaps it by the pid bwrap reported.
+    When the harness kills bwrap (wall clock, limits), bwrap dies before it
+    reaps its child, the run's pid 1: an orphan, and where the machine's pid
+    1 does not reap (containers), a zombie for good. As a child subreaper
+    this process inherits it instead, and `_execute` reaps it by the pid
+    bwrap reported.
     (Other orphaned grandchildren of this process, of which a job makes
     none, would now wait for it too rather than for pid 1.)
     """
@@ -402,7 +424,7 @@ def _run_one(code: str, test: dict, limits: SandboxLimits, mechanism: Mechanism,
     fds: list[int] = []
     workdir = None
     try:
-        stdin = _memfd("stdin", test["input"].encode("utf-8"), fds)
+        stdin = _memfd("stdin", test["input"].encode("utf-8", "surrogatepass"), fds)
         python = _python(limits.python)
         if mechanism.isolation == "bwrap":
             command = _bwrap_command(code, limits, mechanism, python, fds)
@@ -489,12 +511,14 @@ def _root_binds(python: str) -> tuple[str, ...]:
 
 def _bwrap_command(code: str, limits: SandboxLimits, mechanism: Mechanism, python: str, fds: list[int]) -> list[str]:
     """bwrap's argv; the descriptors it reads are appended to `fds` (code, seccomp filter)."""
-    code_fd = _memfd("main.py", code.encode("utf-8"), fds)
+    code_fd = _memfd("main.py", code.encode("utf-8", "surrogatepass"), fds)
     os.set_inheritable(code_fd, True)
     args = [
         *_drop_root(limits), mechanism.bwrap,
         "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
-        "--disable-userns", "--die-with-parent", "--new-session", "--info-fd", "INFO",
+        # no --new-session: the harness starts bwrap in a session of its own without a terminal
+        # (nothing to inject keystrokes into), and the program, pid 1, stays free to call setsid()
+        "--disable-userns", "--die-with-parent", "--as-pid-1", "--info-fd", "INFO",
         "--uid", str(NOBODY), "--gid", str(NOBODY), "--hostname", "sandbox",
         "--tmpfs", "/dev", *_root_binds(python), "--proc", "/proc",
         "--size", str(limits.disk_bytes), "--tmpfs", _WORK,
@@ -505,8 +529,7 @@ def _bwrap_command(code: str, limits: SandboxLimits, mechanism: Mechanism, pytho
         filter_fd = _memfd("seccomp", seccomp.program(), fds)
         os.set_inheritable(filter_fd, True)
         args += ["--seccomp", str(filter_fd)]
-    # bwrap's reaper (pid 1) runs as the same uid in the run's namespace and counts too.
-    return [*args, "--", python, "-I", "-c", _BOOTSTRAP, "MARKER", *_limit_args(limits, 1)]
+    return [*args, "--", python, "-I", "-c", _BOOTSTRAP, "MARKER", *_limit_args(limits, 0)]
 
 
 def _rlimits_workdir(code: str, limits: SandboxLimits) -> str:
@@ -514,8 +537,8 @@ def _rlimits_workdir(code: str, limits: SandboxLimits) -> str:
     workdir = tempfile.mkdtemp(prefix=f"agon_sandbox_{os.getpid()}_")
     if os.geteuid() == 0:
         os.chown(workdir, limits.uid, limits.gid)
-    with open(os.path.join(workdir, "main.py"), "w", encoding="utf-8") as f:
-        f.write(code)
+    with open(os.path.join(workdir, "main.py"), "wb") as f:
+        f.write(code.encode("utf-8", "surrogatepass"))
     return workdir
 
 
@@ -555,10 +578,10 @@ class _Run:
 class _TreeWatch:
     """Sums the CPU time and resident memory of every process in a run's pid namespace.
 
-    It reads the run's own /proc through its pid 1 (bwrap's reaper, whose host
-    pid bwrap reports on --info-fd), once the program has announced its start:
-    before that, the reaper may not have entered the run's root yet, and its
-    root's /proc would be the host's. Each process counts its own time and, in
+    It reads the run's own /proc through its pid 1 (the program, whose host pid
+    bwrap reports on --info-fd), once the program has announced its start:
+    before that, it may not have entered the run's root yet, and its root's
+    /proc would be the host's. Each process counts its own time and, in
     cutime/cstime, that of the children it reaped, so the sum covers processes
     that already ended; pids are read in increasing order, parents mostly
     before their children, so a reap between two reads undercounts for one
@@ -567,7 +590,9 @@ class _TreeWatch:
 
     def __init__(self):
         self.info = bytearray()
-        self.reaper = 0  # host pid of bwrap's reaper, pid 1 of the run's namespace
+        self.pid1 = 0  # host pid of the run's pid 1
+        self.pidfd = -1  # a pidfd of it, immune to pid reuse
+        self.next_pss = 0.0
         self.samples = 0
         self.proc_dir = ""
         self.cpu_s = 0.0
@@ -575,18 +600,33 @@ class _TreeWatch:
 
     def feed_info(self, chunk: bytes) -> None:
         self.info += chunk
-        if not self.reaper and b"}" in self.info:
+        if not self.pid1 and b"}" in self.info:
             try:
-                self.reaper = int(json.loads(bytes(self.info))["child-pid"])
+                self.pid1 = int(json.loads(bytes(self.info))["child-pid"])
             except (ValueError, KeyError, TypeError):
                 return
-            self.proc_dir = f"/proc/{self.reaper}/root/proc"
+            self.proc_dir = f"/proc/{self.pid1}/root/proc"
+            try:  # bwrap is alive and has not reaped it: this pid is still the run's pid 1
+                self.pidfd = os.pidfd_open(self.pid1)
+            except OSError:
+                self.pidfd = -1
+
+    def kill(self) -> None:
+        """SIGKILL the run's pid 1, and with it the namespace: the program may have cleared
+        its parent-death signal (prctl), so killing bwrap alone would leave it running."""
+        if self.pidfd >= 0:
+            try:
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.close(self.pidfd)
+            self.pidfd = -1
 
     def reap(self, deadline: float) -> None:
-        """Wait for the run's reaper, which this process adopted when bwrap exited (`_become_subreaper`)."""
-        if self.reaper:
+        """Wait for the run's pid 1 where this process adopted it (`_become_subreaper`)."""
+        if self.pid1:
             try:
-                _wait(self.reaper, deadline)
+                _wait(self.pid1, deadline)
             except ChildProcessError:  # not (yet) ours: bwrap reaped it, or pid 1 will
                 pass
 
@@ -606,16 +646,36 @@ class _TreeWatch:
             if stat:
                 fields = stat[stat.rindex(b")") + 2:].split()
                 ticks += sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
-                pages += int(fields[21])  # rss
+                rss = int(fields[21])
+                if fields[0] == b"Z" and int(fields[17]) > 1:  # a leader that exited, its threads alive
+                    rss = self._of_a_live_thread(pid, "stat", lambda b: int(b[b.rindex(b")") + 2:].split()[21]))
+                pages += rss
         self.cpu_s = max(self.cpu_s, ticks / _CLOCK_TICKS)
         if self.cpu_s >= limits.cpu_time_s:
             return "cpu"
         # RSS counts a page shared by N processes (after fork: the interpreter) N
         # times; past the limit, the proportional share (PSS) decides, which
         # costs ~0.2 ms per process to read.
-        if pages * _PAGE_BYTES > limits.memory_bytes and self._pss_bytes(pids) > limits.memory_bytes:
-            return "memory"
+        if pages * _PAGE_BYTES > limits.memory_bytes and time.monotonic() >= self.next_pss:
+            # reading smaps_rollup costs the harness ~0.2 ms a process: not every interval
+            self.next_pss = time.monotonic() + _PSS_INTERVAL_S
+            if self._pss_bytes(pids) > limits.memory_bytes:
+                return "memory"
         return ""
+
+    def _of_a_live_thread(self, pid: int, name: str, parse) -> int:
+        """`parse` of a thread's `name` file, for a process whose main thread exited: its own
+        files say 0 (no memory), its other threads' still describe the process's memory."""
+        try:
+            tids = os.listdir(f"{self.proc_dir}/{pid}/task")
+        except OSError:
+            return 0
+        for tid in tids:
+            content = self._read(pid, f"task/{tid}/{name}")
+            value = parse(content) if content else 0
+            if value:
+                return value
+        return 0
 
     def _read(self, pid: int, name: str) -> bytes:
         try:
@@ -625,11 +685,12 @@ class _TreeWatch:
             return b""
 
     def _pss_bytes(self, pids: list[int]) -> int:
-        total_kb = 0
-        for pid in pids:
-            m = re.search(rb"^Pss:\s+(\d+) kB", self._read(pid, "smaps_rollup"), re.M)
-            total_kb += int(m.group(1)) if m else 0
-        return total_kb << 10
+        def pss_kb(rollup: bytes) -> int:
+            m = re.search(rb"^Pss:\s+(\d+) kB", rollup, re.M)
+            return int(m.group(1)) if m else 0
+
+        return sum(pss_kb(self._read(pid, "smaps_rollup")) or self._of_a_live_thread(pid, "smaps_rollup", pss_kb)
+                   for pid in pids) << 10
 
 
 def _execute(command: list[str], stdin: int, pass_fds, cwd, limits: SandboxLimits, watch: bool) -> _Run:
@@ -674,7 +735,9 @@ def _execute(command: list[str], stdin: int, pass_fds, cwd, limits: SandboxLimit
             status, usage = _wait(proc.pid, time.monotonic() + _REAP_AFTER_EOF_S)
     finally:
         # Always kill: a no-op for a tree that already exited; killing bwrap
-        # kills its reaper (--die-with-parent), and with it the namespace.
+        # kills the program, pid 1 (--die-with-parent), and with it the namespace.
+        if tree is not None:
+            tree.kill()
         if status is None:
             _kill_group(proc.pid)
         _drain(set(pipes), time.monotonic() + _DRAIN_AFTER_KILL_S)

@@ -4,8 +4,12 @@ bwrap loads it with `--seccomp FD` (it reads `struct sock_filter` records from
 the descriptor) just before it runs the program. The filter refuses, with EPERM:
   * memory the sandbox could not count: memfd_create and memfd_secret (pages
     that belong to no file system and, unmapped, to no process), SysV shmget
-    (segments outlive every process that touched them). POSIX shared memory
-    still works: /dev/shm is the sandbox's own size-limited tmpfs;
+    (segments outlive every process that touched them) and msgget (queued
+    messages are kernel memory). POSIX shared memory still works: /dev/shm is
+    the sandbox's own size-limited tmpfs;
+  * CPU time the sandbox could not count: rt_sigaction on SIGCHLD. A parent
+    that ignores SIGCHLD (or sets SA_NOCLDWAIT) has its children reaped
+    automatically, and their CPU time leaves /proc with them;
   * kernel attack surface that no contest program needs (the list Docker's
     default profile also refuses): keyrings, bpf, perf events, userfaultfd,
     io_uring, ptrace and process_vm_*, module and kexec loading, mounting,
@@ -25,7 +29,9 @@ import platform
 import struct
 
 # struct seccomp_data: int nr; __u32 arch; __u64 instruction_pointer; __u64 args[6]
-_OFFSET_NR, _OFFSET_ARCH = 0, 4
+# (args[0]'s low 32 bits at 16: both machines are little-endian)
+_OFFSET_NR, _OFFSET_ARCH, _OFFSET_ARG0 = 0, 4, 16
+SIGCHLD = 17  # on x86_64 and aarch64 alike
 # BPF opcodes (linux/bpf_common.h)
 _LD_W_ABS = 0x00 | 0x00 | 0x20  # BPF_LD | BPF_W | BPF_ABS
 _JEQ_K = 0x05 | 0x10 | 0x00  # BPF_JMP | BPF_JEQ | BPF_K
@@ -36,7 +42,7 @@ _RET_EPERM = 0x00050000 | errno.EPERM  # SECCOMP_RET_ERRNO
 
 _X32_BIT = 0x40000000
 REFUSED = (
-    "memfd_create", "memfd_secret", "shmget",
+    "memfd_create", "memfd_secret", "shmget", "msgget",
     "keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd",
     "io_uring_setup", "io_uring_enter", "io_uring_register",
     "ptrace", "process_vm_readv", "process_vm_writev",
@@ -47,7 +53,7 @@ REFUSED = (
 _NUMBERS = {
     # machine: (AUDIT_ARCH_*, refuses numbers >= this (x32) or None, {name: nr})
     "x86_64": (0xC000003E, _X32_BIT, {
-        "memfd_create": 319, "memfd_secret": 447, "shmget": 29,
+        "memfd_create": 319, "memfd_secret": 447, "shmget": 29, "msgget": 68, "rt_sigaction": 13,
         "keyctl": 250, "add_key": 248, "request_key": 249, "bpf": 321, "perf_event_open": 298, "userfaultfd": 323,
         "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
         "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311,
@@ -58,7 +64,7 @@ _NUMBERS = {
         "name_to_handle_at": 303, "open_by_handle_at": 304,
     }),
     "aarch64": (0xC00000B7, None, {
-        "memfd_create": 279, "memfd_secret": 447, "shmget": 194,
+        "memfd_create": 279, "memfd_secret": 447, "shmget": 194, "msgget": 186, "rt_sigaction": 134,
         "keyctl": 219, "add_key": 217, "request_key": 218, "bpf": 280, "perf_event_open": 241, "userfaultfd": 282,
         "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
         "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271,
@@ -94,8 +100,15 @@ def program(machine: str | None = None) -> bytes:
         (_RET_K, 0, 0, _RET_EPERM),
         (_LD_W_ABS, 0, 0, _OFFSET_NR),
     ]
+    tail = 3  # after the checks: rt_sigaction's two, its argument's one
     for i, (op, k) in enumerate(checks):
-        to_eperm = len(checks) - i  # the rest of the checks, then ALLOW
+        to_eperm = len(checks) - i - 1 + tail + 1  # the rest of the checks, the tail, ALLOW
         code.append((op, to_eperm, 0, k))
-    code += [(_RET_K, 0, 0, _RET_ALLOW), (_RET_K, 0, 0, _RET_EPERM)]
+    code += [
+        (_JEQ_K, 0, 2, numbers["rt_sigaction"]),  # not rt_sigaction: to ALLOW
+        (_LD_W_ABS, 0, 0, _OFFSET_ARG0),
+        (_JEQ_K, 1, 0, SIGCHLD),  # SIGCHLD: to EPERM
+        (_RET_K, 0, 0, _RET_ALLOW),
+        (_RET_K, 0, 0, _RET_EPERM),
+    ]
     return b"".join(struct.pack("=HBBI", *ins) for ins in code)
