@@ -45,7 +45,7 @@ def test_refuses_the_listed_calls_and_allows_the_rest(machine):
     arch, _, numbers = seccomp._NUMBERS[machine]
     program = seccomp.program(machine)
     assert len(program) % 8 == 0 and len(program) // 8 < 4096  # BPF_MAXINSNS
-    assert set(numbers) == {*seccomp.REFUSED, "rt_sigaction"}
+    assert set(numbers) == {*seccomp.REFUSED, *seccomp.REFUSED_ARG0}
     for name in seccomp.REFUSED:
         assert run_filter(program, numbers[name], arch) == EPERM, name
     for name, nr in COMMON[machine].items():
@@ -54,7 +54,10 @@ def test_refuses_the_listed_calls_and_allows_the_rest(machine):
     # signal handlers may be set, except on SIGCHLD (ignoring it would hide children's CPU time)
     for signum in (2, 10, 14, 15):
         assert run_filter(program, numbers["rt_sigaction"], arch, signum) == ALLOW, signum
-    assert run_filter(program, numbers["rt_sigaction"], arch, seccomp.SIGCHLD) == EPERM
+    assert run_filter(program, numbers["rt_sigaction"], arch, 17) == EPERM  # SIGCHLD
+    for domain, verdict in ((1, ALLOW), (16, ALLOW), (2, EPERM), (10, EPERM)):  # unix, netlink; inet, inet6
+        assert run_filter(program, numbers["socket"], arch, domain) == verdict, domain
+    assert run_filter(program, COMMON[machine]["write"], arch, 17) == ALLOW  # only rt_sigaction's SIGCHLD
 
 
 def test_x32_calls_are_refused_on_x86_64():

@@ -45,9 +45,10 @@ What bwrap enforces, per run (nothing is shared between runs side by side):
     `memory_bytes` (past the plain RSS sum, the proportional share, PSS, decides;
     a process whose main thread exited is read through its live threads).
     Auto-reaped children would take their CPU time out of /proc: the seccomp
-    filter refuses ignoring SIGCHLD. Kernel memory (pipe and socket buffers,
-    tmpfs inodes, loopback TCP) is bounded, not counted: 64 open files a
-    process (RLIMIT_NOFILE) times `max_processes`.
+    filter refuses ignoring SIGCHLD, and IPv4/IPv6 sockets (loopback TCP
+    buffers). Kernel memory (pipe and unix socket buffers, tmpfs inodes) is
+    bounded, not counted: 64 open files a process (RLIMIT_NOFILE) times
+    `max_processes`.
     Disk: the tmpfs's size bounds everything written (memory the kernel
     counts, since tmpfs pages are RAM). Per process, as before: RLIMIT_AS
     (`memory_bytes`: allocations fail with MemoryError), RLIMIT_CPU,

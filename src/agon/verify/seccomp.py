@@ -10,6 +10,9 @@ the descriptor) just before it runs the program. The filter refuses, with EPERM:
   * CPU time the sandbox could not count: rt_sigaction on SIGCHLD. A parent
     that ignores SIGCHLD (or sets SA_NOCLDWAIT) has its children reaped
     automatically, and their CPU time leaves /proc with them;
+  * IPv4 and IPv6 sockets: the run's network namespace has only a loopback,
+    and TCP buffers over it are kernel memory counted against the whole
+    host's tcp_mem (unix sockets, for multiprocessing, still work);
   * kernel attack surface that no contest program needs (the list Docker's
     default profile also refuses): keyrings, bpf, perf events, userfaultfd,
     io_uring, ptrace and process_vm_*, module and kexec loading, mounting,
@@ -31,7 +34,6 @@ import struct
 # struct seccomp_data: int nr; __u32 arch; __u64 instruction_pointer; __u64 args[6]
 # (args[0]'s low 32 bits at 16: both machines are little-endian)
 _OFFSET_NR, _OFFSET_ARCH, _OFFSET_ARG0 = 0, 4, 16
-SIGCHLD = 17  # on x86_64 and aarch64 alike
 # BPF opcodes (linux/bpf_common.h)
 _LD_W_ABS = 0x00 | 0x00 | 0x20  # BPF_LD | BPF_W | BPF_ABS
 _JEQ_K = 0x05 | 0x10 | 0x00  # BPF_JMP | BPF_JEQ | BPF_K
@@ -41,6 +43,11 @@ _RET_ALLOW = 0x7FFF0000
 _RET_EPERM = 0x00050000 | errno.EPERM  # SECCOMP_RET_ERRNO
 
 _X32_BIT = 0x40000000
+# Calls refused for some values of their first argument.
+REFUSED_ARG0 = {
+    "rt_sigaction": (17,),  # SIGCHLD (17 on x86_64 and aarch64): ignoring it auto-reaps children
+    "socket": (2, 10),  # AF_INET, AF_INET6: loopback TCP buffers are host-wide kernel memory (tcp_mem)
+}
 REFUSED = (
     "memfd_create", "memfd_secret", "shmget", "msgget",
     "keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd",
@@ -53,7 +60,7 @@ REFUSED = (
 _NUMBERS = {
     # machine: (AUDIT_ARCH_*, refuses numbers >= this (x32) or None, {name: nr})
     "x86_64": (0xC000003E, _X32_BIT, {
-        "memfd_create": 319, "memfd_secret": 447, "shmget": 29, "msgget": 68, "rt_sigaction": 13,
+        "memfd_create": 319, "memfd_secret": 447, "shmget": 29, "msgget": 68, "rt_sigaction": 13, "socket": 41,
         "keyctl": 250, "add_key": 248, "request_key": 249, "bpf": 321, "perf_event_open": 298, "userfaultfd": 323,
         "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
         "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311,
@@ -64,7 +71,7 @@ _NUMBERS = {
         "name_to_handle_at": 303, "open_by_handle_at": 304,
     }),
     "aarch64": (0xC00000B7, None, {
-        "memfd_create": 279, "memfd_secret": 447, "shmget": 194, "msgget": 186, "rt_sigaction": 134,
+        "memfd_create": 279, "memfd_secret": 447, "shmget": 194, "msgget": 186, "rt_sigaction": 134, "socket": 198,
         "keyctl": 219, "add_key": 217, "request_key": 218, "bpf": 280, "perf_event_open": 241, "userfaultfd": 282,
         "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
         "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271,
@@ -88,27 +95,38 @@ def program(machine: str | None = None) -> bytes:
     if machine not in _NUMBERS:
         raise ValueError(f"no seccomp syscall table for machine {machine!r} (known: {', '.join(_NUMBERS)})")
     arch, foreign_from, numbers = _NUMBERS[machine]
-    refused = [numbers[name] for name in REFUSED]
-    # Layout: checks..., ALLOW, EPERM. A jump offset counts instructions skipped after this one.
-    checks: list[tuple[int, int]] = []  # (opcode, k) of each conditional jump to EPERM
+    # Instructions with symbolic jump targets ("eperm", "allow", "next": the next
+    # argument rule), resolved below into offsets: instructions skipped after this one.
+    code: list[tuple] = [
+        (_LD_W_ABS, None, None, _OFFSET_ARCH),
+        (_JEQ_K, None, "eperm", arch),  # another ABI: refused
+        (_LD_W_ABS, None, None, _OFFSET_NR),
+    ]
     if foreign_from is not None:
-        checks.append((_JGE_K, foreign_from))
-    checks += [(_JEQ_K, nr) for nr in refused]
-    code = [
-        (_LD_W_ABS, 0, 0, _OFFSET_ARCH),
-        (_JEQ_K, 1, 0, arch),  # our ABI: go on; else fall through to the EPERM below
-        (_RET_K, 0, 0, _RET_EPERM),
-        (_LD_W_ABS, 0, 0, _OFFSET_NR),
-    ]
-    tail = 3  # after the checks: rt_sigaction's two, its argument's one
-    for i, (op, k) in enumerate(checks):
-        to_eperm = len(checks) - i - 1 + tail + 1  # the rest of the checks, the tail, ALLOW
-        code.append((op, to_eperm, 0, k))
-    code += [
-        (_JEQ_K, 0, 2, numbers["rt_sigaction"]),  # not rt_sigaction: to ALLOW
-        (_LD_W_ABS, 0, 0, _OFFSET_ARG0),
-        (_JEQ_K, 1, 0, SIGCHLD),  # SIGCHLD: to EPERM
-        (_RET_K, 0, 0, _RET_ALLOW),
-        (_RET_K, 0, 0, _RET_EPERM),
-    ]
-    return b"".join(struct.pack("=HBBI", *ins) for ins in code)
+        code.append((_JGE_K, "eperm", None, foreign_from))
+    code += [(_JEQ_K, "eperm", None, numbers[name]) for name in REFUSED]
+    for name, values in REFUSED_ARG0.items():
+        code.append((_JEQ_K, None, "next", numbers[name]))
+        code.append((_LD_W_ABS, None, None, _OFFSET_ARG0))
+        code += [(_JEQ_K, "eperm", None, v) for v in values]
+        code.append((_RET_K, None, None, _RET_ALLOW))  # this call, another argument
+        code.append("next")
+    code += [(_RET_K, None, None, _RET_ALLOW), "eperm", (_RET_K, None, None, _RET_EPERM)]
+    labels, instructions = {}, []
+    for item in code:
+        if isinstance(item, str):
+            labels.setdefault(item, []).append(len(instructions))
+        else:
+            instructions.append(item)
+
+    def offset(at: int, target) -> int:
+        if target is None:
+            return 0
+        skip = min(pos for pos in labels[target] if pos > at) - at - 1  # to the next such label
+        assert skip <= 255, "a BPF jump offset is one byte"
+        return skip
+
+    packed = []
+    for at, (op, jt, jf, k) in enumerate(instructions):
+        packed.append(struct.pack("=HBBI", op, offset(at, jt), offset(at, jf), k))
+    return b"".join(packed)
