@@ -758,3 +758,20 @@ def test_ignoring_sigchld_and_sysv_queues_and_many_descriptors_are_refused():
 def test_code_with_a_lone_surrogate_is_a_program_failure_not_a_harness_crash():
     report = only_report(run("print(1)  # \ud800", [{"input": "\udc80", "output": "1"}]))
     assert report.outcome in (Outcome.PASSED, Outcome.RUNTIME_ERROR), report  # a verdict, no exception
+
+
+def test_a_thread_bomb_hits_the_process_limit():
+    """Threads count as processes for RLIMIT_NPROC, per run."""
+    code = """
+        import threading, time
+        n = 0
+        try:
+            while True:
+                threading.Thread(target=time.sleep, args=(5,), daemon=True).start()
+                n += 1
+        except RuntimeError:
+            print("threads:", n)
+        """
+    report = only_report(run(code))
+    assert report.outcome is Outcome.WRONG_ANSWER and report.stdout.startswith("threads:"), report
+    assert int(report.stdout.split()[1]) < LIMITS.max_processes, report.stdout
