@@ -592,6 +592,7 @@ class _TreeWatch:
     def __init__(self):
         self.info = bytearray()
         self.pid1 = 0  # host pid of the run's pid 1
+        self.pidns = 0  # inode of the run's pid namespace
         self.pidfd = -1  # a pidfd of it, immune to pid reuse
         self.next_pss = 0.0
         self.samples = 0
@@ -603,14 +604,25 @@ class _TreeWatch:
         self.info += chunk
         if not self.pid1 and b"}" in self.info:
             try:
-                self.pid1 = int(json.loads(bytes(self.info))["child-pid"])
+                info = json.loads(bytes(self.info))
+                self.pid1, self.pidns = int(info["child-pid"]), int(info["pid-namespace"])
             except (ValueError, KeyError, TypeError):
                 return
             self.proc_dir = f"/proc/{self.pid1}/root/proc"
-            try:  # bwrap is alive and has not reaped it: this pid is still the run's pid 1
+            try:
                 self.pidfd = os.pidfd_open(self.pid1)
-            except OSError:
+            except OSError:  # it already ended
+                return
+            if not self.is_pid1():  # it ended and its pid was taken before the pidfd was opened
+                os.close(self.pidfd)
                 self.pidfd = -1
+
+    def is_pid1(self) -> bool:
+        """Whether host pid `pid1` is still the run's pid 1 (pids are reused once a process is reaped)."""
+        try:
+            return os.stat(f"/proc/{self.pid1}/ns/pid").st_ino == self.pidns
+        except OSError:
+            return False
 
     def kill(self) -> None:
         """SIGKILL the run's pid 1, and with it the namespace: the program may have cleared
@@ -620,21 +632,32 @@ class _TreeWatch:
                 signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-            os.close(self.pidfd)
-            self.pidfd = -1
 
     def reap(self, deadline: float) -> None:
-        """Wait for the run's pid 1 where this process adopted it (`_become_subreaper`)."""
-        if self.pid1:
-            try:
-                _wait(self.pid1, deadline)
-            except ChildProcessError:  # not (yet) ours: bwrap reaped it, or pid 1 will
-                pass
+        """Wait for the run's pid 1 where this process adopted it (`_become_subreaper`).
+
+        Through the pidfd: its pid may already belong to another child of this
+        process (another test's bwrap, in another thread), whose status is not ours to take.
+        """
+        if self.pidfd < 0:
+            return
+        delay = 0.0005
+        try:
+            while os.waitid(os.P_PIDFD, self.pidfd, os.WEXITED | os.WNOHANG) is None:
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(delay)
+                delay = min(delay * 2, 0.02)
+        except ChildProcessError:  # not ours: bwrap reaped it
+            pass
+        finally:
+            os.close(self.pidfd)
+            self.pidfd = -1
 
     def over(self, limits: SandboxLimits, started: bool) -> str:
         """Sample now: "cpu" or "memory" when all processes together are past the limit, else ""."""
         self.next_check = time.monotonic() + _WATCH_INTERVAL_S
-        if not (self.proc_dir and started):
+        if not (self.proc_dir and started and self.is_pid1()):
             return ""
         try:
             pids = sorted(int(name) for name in os.listdir(self.proc_dir) if name.isdigit())
