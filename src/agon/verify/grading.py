@@ -130,8 +130,8 @@ class Grader:
     def run_program(self, problem: dict, code: str) -> str:
         """The program's verdict on the problem's tests: "passed" or the failing outcome's name."""
         self._count("programs")
-        # raises SandboxUnavailable, saying what to install or enable, where the sandbox cannot work
-        self.mechanism = sandbox.check(self.sandbox_config).describe()
+        if self.mechanism is None:  # raises SandboxUnavailable, saying what to install or enable
+            self.mechanism = sandbox.check(self.sandbox_config).describe()
         tests, limits = problem["tests"], self.limits_for(problem)
         key = (code, tuple((t["input"], t["output"]) for t in tests), limits, self.sandbox_config)
         with _VERDICTS_LOCK:

@@ -432,7 +432,7 @@ def _run_one(code: str, test: dict, limits: SandboxLimits, mechanism: Mechanism,
             pass_fds, cwd = fds[1:], None  # what _bwrap_command opened for bwrap to read
         else:
             workdir = _rlimits_workdir(code, limits)
-            command = [*_drop_root(limits), python, "-I", "-c", _BOOTSTRAP, "MARKER", *_limit_args(limits, 0)]
+            command = [*_drop_root(limits), *_program(python, limits)]
             pass_fds, cwd = (), workdir
         run = _execute(command, stdin, pass_fds, cwd, limits, watch=mechanism.isolation == "bwrap")
         if runs is not None:
@@ -482,9 +482,10 @@ def _drop_root(limits: SandboxLimits) -> list[str]:
     return [setpriv, f"--reuid={limits.uid}", f"--regid={limits.gid}", "--clear-groups", "--no-new-privs", "--"]
 
 
-def _limit_args(limits: SandboxLimits, extra_processes: int) -> list[str]:
-    return [str(limits.cpu_time_s), str(limits.memory_bytes), str(limits.file_size_bytes),
-            str(limits.max_processes + extra_processes)]
+def _program(python: str, limits: SandboxLimits) -> list[str]:
+    """The bootstrap's command line: "MARKER" becomes the start pipe's descriptor (`_execute`)."""
+    return [python, "-I", "-c", _BOOTSTRAP, "MARKER", str(limits.cpu_time_s), str(limits.memory_bytes),
+            str(limits.file_size_bytes), str(limits.max_processes)]
 
 
 @functools.cache
@@ -530,7 +531,7 @@ def _bwrap_command(code: str, limits: SandboxLimits, mechanism: Mechanism, pytho
         filter_fd = _memfd("seccomp", seccomp.program(), fds)
         os.set_inheritable(filter_fd, True)
         args += ["--seccomp", str(filter_fd)]
-    return [*args, "--", python, "-I", "-c", _BOOTSTRAP, "MARKER", *_limit_args(limits, 0)]
+    return [*args, "--", *_program(python, limits)]
 
 
 def _rlimits_workdir(code: str, limits: SandboxLimits) -> str:
@@ -641,13 +642,8 @@ class _TreeWatch:
         """
         if self.pidfd < 0:
             return
-        delay = 0.0005
         try:
-            while os.waitid(os.P_PIDFD, self.pidfd, os.WEXITED | os.WNOHANG) is None:
-                if time.monotonic() >= deadline:
-                    break
-                time.sleep(delay)
-                delay = min(delay * 2, 0.02)
+            _poll_until(lambda: os.waitid(os.P_PIDFD, self.pidfd, os.WEXITED | os.WNOHANG), deadline)
         except ChildProcessError:  # not ours: bwrap reaped it
             pass
         finally:
@@ -784,13 +780,19 @@ def _execute(command: list[str], stdin: int, pass_fds, cwd, limits: SandboxLimit
 
 def _wait(pid: int, deadline: float):
     """(status, rusage) once `pid` exits, or (None, None) at the deadline."""
+    reaped = _poll_until(lambda: os.wait4(pid, os.WNOHANG), deadline, done=lambda r: r[0])
+    return reaped[1:] if reaped else (None, None)
+
+
+def _poll_until(call, deadline: float, done=lambda result: result is not None):
+    """`call()` until `done` of its result (returned), or None at the deadline; backing off 0.5 -> 20 ms."""
     delay = 0.0005
     while True:
-        reaped, status, usage = os.wait4(pid, os.WNOHANG)
-        if reaped:
-            return status, usage
+        result = call()
+        if done(result):
+            return result
         if time.monotonic() >= deadline:
-            return None, None
+            return None
         time.sleep(delay)
         delay = min(delay * 2, 0.02)
 
