@@ -18,17 +18,75 @@ equal. We therefore wrap a bare answer as `$...$`, which makes the LaTeX
 extractor read the whole string as one expression (intervals, sets, tuples,
 equations and fractions then parse as such). A string that already carries
 its own math delimiters (an unescaped `$`, `\\(`, `\\[`, `\\boxed`, `\\fbox`)
-is passed through unchanged so math_verify's delimiter and boxed handling
-applies (nested boxes included). The same wrapping is used for gold and
+is passed through unwrapped (only the numbers in its math spans normalised,
+below) so math_verify's delimiter and boxed handling applies (nested boxes
+included). The same wrapping is used for gold and
 prediction, with math_verify's default extraction config
 (LaTeX first, then plain expressions).
+
+Number normalisation (`normalize_math`), applied identically to gold and
+prediction before parsing: to the whole of a bare answer, and to the inside
+of each math span (`$...$`, `$$...$$`, `\\(...\\)`, `\\[...\\]`, `\\boxed{...}`,
+`\\fbox{...}`) of a delimited one; prose outside math spans is left to
+math_verify's own extraction. latex2sympy reads digits separated by a space
+as arithmetic ("12 500" became 512, "2 3" 5, "1 000" 0), which both rejects
+right answers and accepts wrong ones, so:
+  * Thousands separators are joined only in the strict pattern: 1-3 leading
+    digits (not starting with 0), then one or more groups of exactly 3
+    digits, all separated by one and the same separator, optionally followed
+    by a decimal part: "1 000", "1\\,000", "1\\ 000", "1~000", "1{,}000",
+    "10,\\!000" (MATH's idiom) and the Unicode thin/narrow/no-break spaces,
+    so "12\\,345.6" is 12345.6. A plain comma is a thousands separator only
+    when the answer (or math span) is nothing but that one number, with an
+    optional sign, `\\$` and `%`: "1,000" and "-1,234.5" are numbers, while
+    "1, 000", "1,2" and "(1,000, 2)" keep their commas as list separators
+    (so "100,200" is 100200, not the pair; write "100, 200"). This is the
+    rule math_verify's latex2sympy itself applies to whole expressions; a
+    comma followed by other than 3 digits is never a decimal comma ("1,22"
+    is the list {1, 22}), except that latex2sympy reads "0,ddd" as 0.ddd.
+  * Scientific notation: a number literal directly followed by e/E and an
+    integer ("1.5e3", "6.02e23", "3E5", "1e-3") becomes
+    `mantissa\\times10^{k}`, the way a LaTeX author writes it, so "6.02e23"
+    and "6.02\\times10^{23}" parse alike; after `/` or `\\div` it is
+    parenthesised, since the literal is one token (1/2e3 = 1/2000). "2e",
+    "e^{x}", "2e^{3}", "be3", "b2e3" and "2e3x" are untouched (Euler's
+    number, names, a literal glued to a variable). A lower-case e with a
+    signed exponent also reads as 2e - 1 (Euler), so "2e-1" is scientific
+    only when it is the whole answer (or math span) or its mantissa has a
+    decimal point ("1.6e-19"); inside a larger expression "x+2e-1" keeps
+    Euler's e.
+  * Any other space between two numbers (whitespace, `\\,`, `\\ `, `~`, `\\;`,
+    `\\:`, `\\!`, `\\quad`: "2 3", "12 50", "1 000 00", "3.141 592", the
+    plain-text mixed number "3 4/5") is not a number: such an answer keeps
+    only math_verify's string fallback, so a prediction is graded wrong
+    (counted as unparsable) against any gold that parsed to an expression,
+    and a gold like "(1 2 3)" is compared as a string. A one-digit sub- or
+    superscript is not a number of its own ("\\log_2 3", "x^2 3" pass).
+  * `\\mathrm{e}` and `\\mathrm{i}` become `e` and `i`: math_verify reads a
+    trailing `\\mathrm{...}` as a unit and cuts it off, so
+    "1-\\frac{1}{\\mathrm{e}}" used to parse as 1 (and equal "1+...").
+
+Golds math_verify can only compare as strings. When a gold parses to no
+sympy expression but to a string (e.g. "x = \\frac{1}{2}, x = \\frac{-1 \\pm
+\\sqrt{13}}{4}", or a gold with spaced numbers), math_verify's own `verify`
+decides, and that is a plain string comparison. When the gold does parse to
+an expression, a prediction that parses to no expression (only a string) is
+graded wrong as unparsable, never compared as a string. A gold that parses to
+nothing at all is bad data: `is_correct` raises ValueError naming it.
 
 Deliberate consequences of math_verify's defaults, kept as they are:
   * units are stripped on both sides, so "5 cm" == "5" (and == "5 m"): MATH
     golds carry units inconsistently and the question fixes the unit;
   * `x = 3` == `3` (an assignment is unwrapped to its right-hand side);
   * decimals match fractions when equal after rounding to 6 places
-    (0.333333 == 1/3, but 0.333 != 1/3).
+    (0.333333 == 1/3, but 0.333 != 1/3). The rounding is absolute, so all
+    numbers below about 5e-7 compare equal (1.7e-19 == 1.6e-19), and a
+    decimal mantissa times a big power of ten is a float that need not equal
+    the integer it stands for (6.02e23 != 602000000000000000000000).
+
+tests/data/math_verify_cases.jsonl holds math-verify 0.9.0's own test cases
+(and agon's tricky ones); tests/test_verify_math.py checks every one, and the
+few where this wrapper deliberately differs carry `agon_expected` and `why`.
 """
 
 from __future__ import annotations
@@ -61,11 +119,120 @@ _READY = "ready"
 
 
 def as_math_verify_input(answer: str) -> str:
-    """Make a bare answer visible to math_verify's LaTeX extractor (see module doc)."""
-    if _DELIMITED.search(answer):
-        return answer
-    # Inline `$...$` may not span lines in math_verify's extractor.
-    return "$" + " ".join(answer.splitlines()) + "$"
+    """The text fed to math_verify's `parse` for `answer`: normalised, and
+    wrapped in `$...$` when bare (see module doc)."""
+    return _prepare(answer)[0]
+
+
+def normalize_math(math: str) -> tuple[str, bool]:
+    """Normalise the numbers in one math expression (see module doc).
+
+    Returns the normalised text and whether it still holds two numbers
+    separated only by space, which makes it "not a number".
+    """
+    math = _UPRIGHT_CONSTANT.sub(lambda m: m["c1"] or m["c2"], math)
+    math = _THOUSANDS.sub(_join_thousands, math)
+    math = _COMMA_NUMBER.sub(lambda m: m["pre"] + m["num"].replace(",", "") + m["post"], math)
+    whole = _WHOLE_LITERAL.match(math) is not None
+
+    def scientific(m: re.Match) -> str:
+        mantissa, exponent = m["mantissa"], m["exponent"]
+        if _in_name(m):
+            return m.group()  # b2e3: part of a name, not a number literal
+        if m["e"] == "e" and exponent[0] in "+-" and "." not in mantissa and not whole:
+            return m.group()  # 2e-1: Euler's 2e - 1 inside a larger expression
+        if mantissa.startswith("."):
+            mantissa = "0" + mantissa
+        number = f"{mantissa.rstrip('.')}\\times10^{{{exponent.lstrip('+')}}}"
+        # 1/2e3 is 1/2000, not (1/2)*10^3: the literal is one token.
+        return f"({number})" if m.string[: m.start()].rstrip().endswith(("/", "\\div")) else number
+
+    math = _SCIENTIFIC.sub(scientific, math)
+    return math, _SPACED_NUMBERS.search(math) is not None
+
+
+def _in_name(m: re.Match) -> bool:
+    """Whether the match continues a name (b2e3), not a command (\\cdot2e3)."""
+    before = m.string[: m.start()]
+    return _LETTER_END.search(before) is not None and _COMMAND_END.search(before) is None
+
+
+def _join_thousands(m: re.Match) -> str:
+    if _in_name(m):
+        return m.group()
+    return m["lead"] + re.sub(r"\D", "", m["rest"])
+
+
+# Upright e and i (ISO style): math_verify would strip a trailing one as a unit.
+_UPRIGHT_CONSTANT = re.compile(r"\\mathrm\s*\{\s*(?P<c1>[ei])\s*\}|\{\s*\\rm\s+(?P<c2>[ei])\s*\}")
+# Separators that only ever separate digit groups (a plain comma is handled apart).
+_GROUP_SEPARATOR = r"(?P<sep> |\\,|\\ |~|\{,\}|,\\!|[\u2009\u202f\u00a0])"
+_THOUSANDS = re.compile(
+    rf"(?<![\d.^_\\])(?P<lead>[1-9]\d{{0,2}})(?P<rest>{_GROUP_SEPARATOR}\d{{3}}(?:(?P=sep)\d{{3}})*)(?!\d)"
+)
+_COMMA_NUMBER = re.compile(
+    r"^(?P<pre>\s*[-+]?\s*(?:\\\$\s*)?)(?P<num>[1-9]\d{0,2}(?:,\d{3})+)(?P<post>(?:\.\d+)?\s*(?:\\?%)?\s*)$"
+)
+_NUMBER_LITERAL = r"(?:\d+(?:\.\d*)?|\.\d+)"
+_WHOLE_LITERAL = re.compile(rf"^\s*[-+]?\s*{_NUMBER_LITERAL}[eE][-+]?\d+\s*$")
+_SCIENTIFIC = re.compile(
+    rf"(?<![\d.^_\\])(?P<mantissa>{_NUMBER_LITERAL})(?P<e>[eE])(?P<exponent>[-+]?\d+)(?![\w^{{]|\.\d)"
+)
+_LETTER_END = re.compile(r"[A-Za-z]$")
+_COMMAND_END = re.compile(r"\\[A-Za-z]+$")
+# Spacing between two numbers (`\\` is a row break, not `\` + space). A
+# one-digit sub- or superscript is not a number of its own: \log_2 3, x^2 3.
+_SPACE = r"(?:\s|\\[,;:! ]|~|\\q?quad(?![a-zA-Z]))"
+_SPACED_NUMBERS = re.compile(rf"(?<![_^])\d{_SPACE}+\.?\d")
+# Math spans of a delimited answer, and their closers (None: a brace group).
+_MATH_OPENER = re.compile(r"(?<!\\)\$\$|(?<!\\)\$|\\\(|\\\[|\\(?:boxed|fbox)\s*\{")
+_MATH_CLOSER = {"$$": re.compile(r"(?<!\\)\$\$"), "$": re.compile(r"(?<!\\)\$"),
+                "\\(": re.compile(r"\\\)"), "\\[": re.compile(r"\\\]")}
+
+
+def _prepare(answer: str) -> tuple[str, bool]:
+    """(text for math_verify's parse, whether some math in it has spaced numbers)."""
+    if not _DELIMITED.search(answer):
+        # Inline `$...$` may not span lines in math_verify's extractor.
+        math, spaced = normalize_math(" ".join(answer.splitlines()))
+        return "$" + math + "$", spaced
+    out, pos, spaced = [], 0, False
+    while (opener := _MATH_OPENER.search(answer, pos)) is not None:
+        start = opener.end()
+        closer = _MATH_CLOSER.get(opener.group())
+        if closer is None:
+            end = _closing_brace(answer, start)
+            after = None if end is None else end + 1
+        else:
+            found = closer.search(answer, start)
+            end, after = (found.start(), found.end()) if found else (None, None)
+        if end is None:  # unclosed: leave the rest to math_verify
+            break
+        math, has_spaced = normalize_math(answer[start:end])
+        spaced |= has_spaced
+        out += [answer[pos:start], math, answer[end:after]]
+        pos = after
+    out.append(answer[pos:])
+    return "".join(out), spaced
+
+
+def _closing_brace(text: str, start: int) -> int | None:
+    """Index of the `}` closing a group whose content starts at `start`."""
+    depth = 1
+    i = start
+    while i < len(text):
+        char = text[i]
+        if char == "\\":
+            i += 2  # an escaped brace does not count
+            continue
+        if char == "{":
+            depth += 1
+        elif char == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return None
 
 
 class MathVerifier:
@@ -107,8 +274,9 @@ class MathVerifier:
 
         Never raises because of the prediction: a missing or unparsable
         prediction, a timeout or a worker failure all give False (and are
-        counted in `stats`). An unparsable gold raises ValueError, since that
-        is bad data rather than bad model output.
+        counted in `stats`). A gold that math_verify parses to nothing at all
+        raises ValueError, since that is bad data rather than bad model
+        output; a gold it can read only as a string is compared as a string.
         """
         if not isinstance(gold, str) or not gold.strip():
             raise ValueError(f"math verifier: gold answer {gold!r} is empty or not a string")
@@ -123,7 +291,8 @@ class MathVerifier:
                 return bool(reply["correct"])
             if status == "gold_unparsable":
                 self.stats["parse_failures"] += 1
-                raise ValueError(f"math verifier: gold answer {gold!r} could not be parsed by math_verify")
+                raise ValueError(f"math verifier: gold answer {gold!r} could not be parsed by math_verify "
+                                 "(it yields nothing)")
             if status == "pred_unparsable":
                 self.stats["parse_failures"] += 1
             elif status == "timeout":
@@ -261,28 +430,38 @@ def _serve(memory_bytes: str) -> None:
 def _check(gold: str, pred: str) -> dict:
     from math_verify import verify
 
-    gold_parsed = list(_parse_gold(gold))  # verify() wants a list, not a tuple
-    if not _has_expression(gold_parsed):
+    gold_parsed = _parse_gold(gold)
+    if not gold_parsed:
         return {"status": "gold_unparsable"}
     pred_parsed = _parse(pred)
-    # Without a sympy expression only string fallbacks are left, and those
-    # never equal a gold that did parse: call it a parse failure.
-    if not _has_expression(pred_parsed):
+    if not pred_parsed:
         return {"status": "pred_unparsable"}
-    correct = verify(gold_parsed, pred_parsed, timeout_seconds=None)
+    # A prediction that is only a string (math_verify's fallback when it
+    # could not parse it) never equals a gold that parsed to an expression,
+    # whatever the strings say. Against a gold that math_verify can read only
+    # as a string, its verify compares strings (never string with expression).
+    if any(map(_is_expression, gold_parsed)) and not any(map(_is_expression, pred_parsed)):
+        return {"status": "pred_unparsable"}
+    correct = verify(list(gold_parsed), pred_parsed, timeout_seconds=None)
     return {"status": "ok", "correct": bool(correct)}
 
 
 def _parse(text: str) -> list:
     from math_verify import parse
 
-    return parse(as_math_verify_input(text), parsing_timeout=None)
+    prepared, spaced = _prepare(text)
+    parsed = parse(prepared, parsing_timeout=None)
+    if spaced:
+        # Spaced numbers ("2 3") are not a number, whatever sympy made of
+        # them: keep only the string fallback.
+        parsed = [item for item in parsed if isinstance(item, str)]
+    return parsed
 
 
-def _has_expression(parsed: list) -> bool:
+def _is_expression(item) -> bool:
     from sympy import Basic, MatrixBase
 
-    return any(isinstance(item, (Basic, MatrixBase)) for item in parsed)
+    return isinstance(item, (Basic, MatrixBase))
 
 
 @functools.lru_cache(maxsize=4096)
