@@ -1,6 +1,6 @@
 """Evaluation protocols, each producing one record per problem.
 
-A record: {id, difficulty, stages: [{policy, completion, length, answer, correct,
+A record: {id, difficulty, stages: [{policy, completion, length, answer, correct, verifier,
 prompt_tokens}], answer, correct, final_length, total_tokens}. The final stage is
 the one scored (pass@1); `final_length` is the paper's reported length and
 `total_tokens` adds every stage (the number the paper omits).
@@ -32,6 +32,7 @@ def _stage(policy, completion, problem, grader) -> dict:
         "truncated": completion.truncated,
         "answer": prompts.extract_answer(completion.text),
         "correct": grader.correct(problem, completion.text),
+        "verifier": grader.verifier_for(problem),
     }
 
 

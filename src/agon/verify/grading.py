@@ -1,9 +1,16 @@
 """Grade a completion: correctness c and format phi, both in {0, 1}.
 
-Math problems (`answer`) are checked exactly (toy); code problems (`tests`:
-toy_code, codecontests) run the answer block as a Python program in the code
-sandbox (agon.verify.sandbox): c = 1 iff every test passes (full-output
-comparison after `sandbox.normalize_output`, i.e. whitespace-normalised).
+The verifier is chosen by the problem's source (`VERIFIERS`; a source with none
+is an error naming the problem, never a silent 0):
+  exact        toy_math: integers compared as integers (agon.verify.exact);
+  math-verify  deepmath, gsm8k, math500: mathematical equivalence through
+               math-verify in a killable worker process (agon.verify.math), one
+               worker per process, shared by every Grader;
+  sandbox      toy_code, codecontests: the answer block runs as a Python program
+               in the code sandbox (agon.verify.sandbox): c = 1 iff every test
+               passes (full-output comparison after `sandbox.normalize_output`,
+               i.e. whitespace-normalised).
+Every evaluation stage records the verifier that graded it (`verifier_for`).
 
 Code grading is the expensive part of a training step (one sandboxed process
 tree per test, ~25 ms of wall clock each, most of it the interpreter's start),
@@ -25,6 +32,7 @@ grading everything wrong; so does a sandbox that fails on every program.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 import warnings
@@ -33,19 +41,30 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .. import prompts
 from . import exact, sandbox
+from .math import MathVerifier
 from .sandbox import Outcome, SandboxConfig, SandboxLimits, SandboxUnavailable
 
-__all__ = ["Grader", "SandboxUnavailable", "clear_cache", "compiles", "program_text"]
+__all__ = ["Grader", "SandboxUnavailable", "VERIFIERS", "clear_cache", "compiles", "program_text"]
 
 # Toy programs are one-liners: a tight budget keeps a runaway sample cheap.
 TOY_LIMITS = SandboxLimits(cpu_time_s=1, wall_time_s=3.0, memory_bytes=256 << 20, output_bytes=1 << 20,
                            disk_bytes=16 << 20)
 CODE_SOURCES = ("toy_code", "codecontests")
+MATH_SOURCES = ("deepmath", "gsm8k", "math500")
+# The verifier of each problem source: the one name every stage record carries.
+VERIFIERS = {"toy_math": "exact", **{s: "math-verify" for s in MATH_SOURCES},
+             **{s: "sandbox" for s in CODE_SOURCES}}
 # Verdicts by (program, tests, limits, isolation), shared by every Grader of the process (LRU).
 _VERDICTS: OrderedDict = OrderedDict()
 _VERDICTS_LOCK = threading.Lock()
 CACHE_SIZE = 16384
 _FENCE = re.compile(r"^```[A-Za-z0-9_+-]*\n(.*?)\n?```$", re.S)
+
+
+@functools.cache
+def math_verifier() -> MathVerifier:
+    """The process's math-verify worker (started on first use; importing sympy takes ~1 s)."""
+    return MathVerifier()
 
 
 def clear_cache() -> None:
@@ -74,7 +93,9 @@ def compiles(code: str) -> bool:
 class Grader:
     """Chooses the verifier by problem; counts what could not be parsed or run.
 
-    counts: graded, no_answer, truncated (every problem); for code problems
+    counts: graded, no_answer, truncated (every problem); for math-verify
+    problems also math_verified (answers it compared), math_unparsable,
+    math_timeout and math_error (graded 0; math_verify's stats); for code problems
     also programs, passed, one key per failure outcome (syntax_error,
     wrong_answer, runtime_error, timeout, memory_limit, output_limit),
     harness_error (sandbox failures: not the program's fault), and the cost
@@ -95,18 +116,28 @@ class Grader:
         self._harness_failures = 0
         self._lock = threading.Lock()  # tests of one program run in threads
 
+    @staticmethod
+    def verifier_for(problem: dict) -> str:
+        """The name of the verifier that grades `problem` (VERIFIERS), checked before any answer is read."""
+        verifier = VERIFIERS.get(problem["source"])
+        needs = "tests" if verifier == "sandbox" else "answer"
+        if verifier is None or needs not in problem:
+            raise ValueError(f"no verifier for source {problem['source']!r} (problem {problem['id']!r})"
+                             + (f": it has no {needs!r}" if verifier else f"; known sources: {sorted(VERIFIERS)}"))
+        return verifier
+
     def correct(self, problem: dict, completion_text: str) -> int:
+        verifier = self.verifier_for(problem)
         self.counts["graded"] += 1
         answer = prompts.extract_answer(completion_text)
         if answer is None:
             self.counts["no_answer"] += 1
             return 0
-        source = problem["source"]
-        if source == "toy_math":
+        if verifier == "exact":
             return int(exact.is_correct(answer, problem["answer"]))
-        if "tests" in problem and source in CODE_SOURCES:
-            return int(self.run_program(problem, program_text(answer)) == "passed")
-        raise ValueError(f"no verifier for source {source!r} (problem {problem['id']!r})")
+        if verifier == "math-verify":
+            return self._math(answer, problem)
+        return int(self.run_program(problem, program_text(answer)) == "passed")
 
     def __call__(self, problem: dict, completion) -> tuple[int, int]:
         self.counts["truncated"] += int(completion.truncated)
@@ -116,6 +147,22 @@ class Grader:
     def for_spec(cls, spec: dict) -> "Grader":
         """The grader a job's spec asks for (its `sandbox` section: the config's)."""
         return cls(sandbox_config=SandboxConfig.from_config(spec.get("sandbox")))
+
+    # --- math ----------------------------------------------------------------
+    MATH_STATS = {"parse_failures": "math_unparsable", "timeouts": "math_timeout", "errors": "math_error"}
+
+    def _math(self, answer: str, problem: dict) -> int:
+        verifier = math_verifier()
+        before = dict(verifier.stats)  # math is graded from one thread: the difference is this call's
+        try:
+            ok = verifier.is_correct(answer, problem["answer"])
+        except ValueError as e:  # the gold, not the model: bad data, named by problem
+            raise ValueError(f"problem {problem['id']!r}: {e}") from None
+        self._count("math_verified")
+        for stat, key in self.MATH_STATS.items():
+            if verifier.stats[stat] > before[stat]:
+                self._count(key)
+        return int(ok)
 
     # --- code ----------------------------------------------------------------
     def _count(self, key: str, n: int = 1) -> None:
