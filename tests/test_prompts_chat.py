@@ -263,3 +263,31 @@ def test_smollm2_chatml_template_literal(smollm2_tokenizer):
     assert smollm2_tokenizer.eos_token == "<|im_end|>"
     with pytest.raises(ValueError, match="never writes <think>"):
         PromptFormat("chat", smollm2_tokenizer, thinking="native")
+
+
+CODE_PROBLEM = {"prompt": "Given a and b, print a+b.", "source": "codecontests",
+                "tests": [{"input": "5 7\n", "output": "12\n"}],  # grading tests: never shown
+                "public_tests": [{"input": "1 2\n", "output": "3\n"}, {"input": "0 0", "output": "0"}]}
+
+
+def test_a_code_prompt_names_the_language_and_io_and_shows_only_the_public_tests(tmp_path):
+    fmt = PromptFormat("chat", local_tokenizer(tmp_path, QWEN3_LIKE), thinking="native")
+    text = fmt.plain(CODE_PROBLEM)
+    assert "Python 3 program that reads the input from standard input" in text
+    assert "writes the output to standard output" in text
+    assert "Example 1\nInput:\n```\n1 2\n```\nOutput:\n```\n3\n```" in text
+    assert "Example 2\nInput:\n```\n0 0\n```\nOutput:\n```\n0\n```" in text  # a missing newline is added
+    assert "5 7" not in text and "12" not in text  # the private tests stay private
+    # the challenger reads the same problem statement, examples included, then the attempt
+    attempt = fmt.with_attempt(CODE_PROBLEM, "I read both numbers and print their sum.")
+    assert prompts.chat_question(CODE_PROBLEM) in attempt
+    assert attempt.index("Example 2") < attempt.index("Attempt:\nI read both numbers")
+    # a math problem reads as it is
+    assert prompts.chat_question(PROBLEM) == PROBLEM["prompt"]
+
+
+def test_an_over_long_public_test_is_cut_with_a_note():
+    long = {**CODE_PROBLEM, "public_tests": [{"input": "9" * 5000 + "\n", "output": "1\n"}]}
+    text = prompts.chat_question(long)
+    assert "9" * prompts.MAX_EXAMPLE_CHARS in text and "9" * (prompts.MAX_EXAMPLE_CHARS + 1) not in text
+    assert f"... ({5001 - prompts.MAX_EXAMPLE_CHARS} more characters)" in text

@@ -58,6 +58,19 @@ CHAT_WITH_ATTEMPT = (
     "paraphrase it: verify it, solve the problem independently, and where the attempt "
     "is wrong, get it right.\n\nAttempt:\n{attempt}"
 )
+# A code problem (one graded by running its `tests`) tells a chat model the language
+# and the I/O convention the sandbox grades (Python 3, standard input and output) and
+# shows the problem's public tests, as a contestant sees them (the paper's setting);
+# the private and generated tests that grade are never shown.
+CHAT_CODE = (
+    "{description}\n\n"
+    "Write a complete Python 3 program that reads the input from standard input and "
+    "writes the output to standard output. Inside <answer> </answer> put only the "
+    "program (a Markdown code fence around it is fine); any other language fails."
+)
+CHAT_CODE_EXAMPLE = "Example {n}\nInput:\n{input}\nOutput:\n{output}"
+# Public tests longer than this are cut (with a note): a prompt must fit the context.
+MAX_EXAMPLE_CHARS = 2000
 # What a chat challenger reads when the rival's draft has no summary (it never
 # closed its reasoning, or wrote nothing after it). The toy shows an empty "R:".
 CHAT_EMPTY_ATTEMPT = "(the attempt ended without a summary)"
@@ -97,6 +110,25 @@ def summary(completion: str) -> str:
     """
     after = _ANSWER_RE.sub("", public_part(completion))
     return after.split(ANSWER_OPEN)[0].replace(ANSWER_CLOSE, "").strip()
+
+
+def _example_text(text: str) -> str:
+    text = text if text.endswith("\n") else text + "\n"
+    if len(text) > MAX_EXAMPLE_CHARS:
+        text = text[:MAX_EXAMPLE_CHARS] + f"... ({len(text) - MAX_EXAMPLE_CHARS} more characters)\n"
+    return "```\n" + text + "```"
+
+
+def chat_question(problem: dict) -> str:
+    """The problem as a chat model reads it: a math question as it is; a code problem
+    (`tests`) with the language, the I/O convention and its public tests."""
+    if "tests" not in problem:
+        return problem["prompt"]
+    parts = [CHAT_CODE.format(description=problem["prompt"].strip())]
+    for n, t in enumerate(problem.get("public_tests") or [], 1):
+        parts.append(CHAT_CODE_EXAMPLE.format(n=n, input=_example_text(t["input"]),
+                                              output=_example_text(t["output"])))
+    return "\n\n".join(parts)
 
 
 def toy_plain(question: str) -> str:
@@ -203,10 +235,10 @@ class PromptFormat:
     def plain(self, problem: dict) -> str:
         if self.style == "toy":
             return toy_plain(problem["prompt"])
-        return self._chat(problem["prompt"])
+        return self._chat(chat_question(problem))
 
     def with_attempt(self, problem: dict, attempt: str) -> str:
         if self.style == "toy":
             return toy_with_attempt(problem["prompt"], attempt)
         attempt = self.sanitize(attempt).strip() or CHAT_EMPTY_ATTEMPT
-        return self._chat(CHAT_WITH_ATTEMPT.format(question=problem["prompt"], attempt=attempt))
+        return self._chat(CHAT_WITH_ATTEMPT.format(question=chat_question(problem), attempt=attempt))
