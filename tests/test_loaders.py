@@ -323,3 +323,87 @@ def test_registry(cache, caplog):
         load("math500", cache, levels=[5])
     assert "unknown config key(s) ['levels']" in caplog.text
     assert issubclass(DataSourceError, ValueError) and hub.DataSourceError is DataSourceError
+
+
+# --- CodeContests: memory ------------------------------------------------------
+
+
+def test_codecontests_filters_before_materialising_rows(cache, tmp_path):
+    """Rows the easy split drops are never turned into Python objects.
+
+    The hub's train split carries several GB of private/generated tests. Here
+    rows outside the split (wrong difficulty, too high a cf_rating, file I/O)
+    carry 48 MB of generated tests; reading them through Python would show up
+    in tracemalloc's peak, while Arrow's buffers do not.
+    """
+    import tracemalloc
+
+    import datasets
+
+    rows = rows_of("codecontests")
+    big = "7" * 1_000_000 + "\n"  # one 1 MB test; a Python str per cell when materialised
+    heavy = {"input": [big] * 3, "output": [big] * 3}
+    template = rows[0]
+    drops = [dict(difficulty=2, source=1), dict(difficulty=8), dict(difficulty=6, source=6),
+             dict(difficulty=9), dict(cf_rating=2500), dict(input_file="input.txt"),
+             dict(output_file="output.txt"), dict(difficulty=3, source=1)]
+    large = [dict(template, name=f"heavy {i}", description=f"A problem with huge tests, #{i}.",
+                  generated_tests=heavy, **change) for i, change in enumerate(drops)]
+    big_bytes = sum(len(t) for r in large for cells in r["generated_tests"].values() for t in cells)
+    assert big_bytes >= 40_000_000
+    path = tmp_path / "cc_heavy.parquet"
+    datasets.Dataset.from_list(large[:4] + rows + large[4:]).to_parquet(str(path))
+    del large, heavy
+
+    want, want_counts = load("codecontests", cache, max_cf_rating=2000)
+    load("codecontests", cache, path=path, max_cf_rating=2000)  # build the Arrow cache first
+    tracemalloc.start()
+    try:
+        got, counts = load("codecontests", cache, path=path, max_cf_rating=2000)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert got == want
+    assert counts == dict(want_counts, rows=want_counts["rows"] + 8,
+                          after_difficulty=want_counts["after_difficulty"] + 3,
+                          after_cf_rating=want_counts["after_cf_rating"] + 2)
+    assert peak < big_bytes / 20, f"Python heap peak {peak / 1e6:.1f} MB while loading"
+
+
+# --- stand-in datasets for a CPU run of the paper's config (tests/data/paper_cpu) ---
+
+PAPER_CPU = DATA / "paper_cpu"
+PAPER_OPTIONS = {  # config/paper.yaml's options for each source
+    "deepmath": {"difficulty": 8, "difficulty_match": "eq", "keep_binary": False},
+    "gsm8k": {},
+    "math500": {},
+    "codecontests": {"split": "train", "difficulties": [1, 7], "drop_file_io": True},
+}
+
+
+def test_paper_cpu_stand_ins_load_and_every_filter_drops_rows(cache):
+    counts = {}
+    for name, options in PAPER_OPTIONS.items():
+        problems, counts[name] = load(name, cache, path=PAPER_CPU / f"{name}.jsonl", **options)
+        assert len(problems) == counts[name]["kept"]
+    dm, cc = counts["deepmath"], counts["codecontests"]
+    assert dm["after_difficulty"] < dm["rows"] and dm["after_binary"] < dm["after_difficulty"]
+    assert cc["after_difficulty"] < cc["rows"]
+    assert cc["after_file_io"] < cc["after_difficulty"] and cc["after_tests"] < cc["after_file_io"]
+    # the numbers README.md gives
+    assert dm == {"rows": 52, "after_difficulty": 42, "after_binary": 34, "after_dedupe": 34, "kept": 34}
+    assert cc == {"rows": 23, "after_difficulty": 18, "after_cf_rating": 18, "after_file_io": 17,
+                  "after_tests": 16, "after_dedupe": 16, "kept": 16}
+    assert counts["gsm8k"] == counts["math500"] == {"rows": 10, "after_dedupe": 10, "kept": 10}
+
+
+def test_paper_cpu_stand_ins_regenerate_byte_for_byte(tmp_path):
+    import subprocess
+    import sys
+
+    subprocess.run([sys.executable, str(PAPER_CPU / "make_data.py"), str(tmp_path)], check=True,
+                   capture_output=True, text=True, timeout=300)
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == sorted(f"{name}.jsonl" for name in PAPER_OPTIONS)
+    for name in names:
+        assert (tmp_path / name).read_bytes() == (PAPER_CPU / name).read_bytes(), name

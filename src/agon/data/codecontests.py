@@ -36,7 +36,7 @@ after_file_io, after_tests, after_dedupe, kept.
 
 from __future__ import annotations
 
-from .hub import DataSourceError, SourceSpec, Tally, content_id, label, load_rows, value
+from .hub import DataSourceError, SourceSpec, Tally, content_id, label, open_rows, value
 
 SPEC = SourceSpec(
     name="codecontests",
@@ -101,16 +101,18 @@ def load(cfg: dict, counts: dict | None = None) -> list[dict]:
     wanted = difficulty_codes(cfg.get("difficulties", DEFAULT_DIFFICULTIES), name)
     max_rating = cfg.get("max_cf_rating")
     tally = Tally(SPEC, cfg)
-    rows = tally.stage("rows", load_rows(SPEC, cfg, ["cf_rating"] if max_rating is not None else []),
+    # The filters read only their own (small) columns, in Arrow; just the rows left
+    # are materialised, one at a time (the train split's tests are several GB).
+    rows = tally.stage("rows", open_rows(SPEC, cfg, ["cf_rating"] if max_rating is not None else []),
                        "reading the data")
 
-    rows = tally.stage("after_difficulty", [r for r in rows if r.get("difficulty") in wanted],
+    rows = tally.stage("after_difficulty", rows.where(["difficulty"], lambda d: d in wanted),
                        f"the difficulty filter (difficulty in {sorted(wanted)})")
     if max_rating is not None:
-        rows = [r for r in rows if not (r.get("cf_rating") or 0) > max_rating]
+        rows = rows.where(["cf_rating"], lambda rating: not (rating or 0) > max_rating)
     rows = tally.stage("after_cf_rating", rows, f"the cf_rating filter (<= {max_rating})")
     if cfg.get("drop_file_io", True):
-        rows = [r for r in rows if not (r.get("input_file") or r.get("output_file"))]
+        rows = rows.where(["input_file", "output_file"], lambda i, o: not (i or o))
     rows = tally.stage("after_file_io", rows, "dropping problems with file input/output")
 
     problems = []

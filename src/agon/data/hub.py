@@ -1,8 +1,9 @@
 """Shared loading logic for the real (Hugging Face hub) problem sources.
 
 Every real source (deepmath, gsm8k, math500, codecontests) is read through
-`load_rows`, which takes the source's `SourceSpec` and the source's config
-section (`data.<source>` in the pipeline config):
+`open_rows` (or `load_rows`, its materialised list), which takes the source's
+`SourceSpec` and the source's config section (`data.<source>` in the pipeline
+config):
 
     hub_id      hub dataset id (default: the real one, e.g. "openai/gsm8k")
     hub_config  hub config name (default: the source's, e.g. "main"; usually none)
@@ -25,6 +26,12 @@ Every failure -- hub unreachable, local file unreadable, a column missing, no
 problems left after a filter -- raises `DataSourceError` (a ValueError) whose
 message names the dataset, what went wrong and what to do about it.
 
+`open_rows` keeps the split in Arrow: `Rows.where` filters on a few named
+(cheap) columns without reading the others, and iterating yields one row dict
+at a time, so a loader whose filters are on such columns (CodeContests:
+difficulty, cf_rating, input_file/output_file) turns only the surviving rows'
+heavy cells (its tests: GBs in the train split) into Python objects.
+
 `Tally` records how many problems survive each stage (returned to the caller
 through the loaders' `counts` argument and logged on the "agon.data" logger).
 """
@@ -36,7 +43,7 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Iterator, Sequence, Sized
 
 from . import check_problem
 from ..io import stable_hash
@@ -89,11 +96,46 @@ def check_keys(spec: SourceSpec, cfg: dict) -> None:
                     spec.name, unknown, sorted(COMMON_KEYS + spec.keys))
 
 
-def load_rows(spec: SourceSpec, cfg: dict, required: Iterable[str] = ()) -> list[dict]:
-    """Read the split named by `cfg` (hub or local copy) as a list of row dicts.
+class Rows:
+    """The rows of a split, kept in Arrow (a `datasets.Dataset`) until iterated.
 
-    Only the spec's required + optional columns are materialised. `required`
-    adds columns needed by this particular config (e.g. a filter's column).
+    `len()` is the number of rows; `where` narrows them on a few columns without
+    reading any other; iterating yields one row dict at a time with the `keep`
+    columns only (the spec's required + optional ones present in the data).
+    """
+
+    def __init__(self, ds, keep: list[str]):
+        self.dataset, self.keep = ds, keep
+
+    def __len__(self) -> int:
+        return self.dataset.num_rows
+
+    def where(self, columns: Sequence[str], test: Callable[..., Any]) -> "Rows":
+        """The rows for which `test(*cells)` is true, `cells` being the row's values
+        of `columns` in that order (None for a column the data lacks, as `row.get`
+        gives). Only `columns` are read into Python; the row order is kept."""
+        present = [c for c in columns if c in self.dataset.column_names]
+        cells = self.dataset.select_columns(present).to_dict() if present else {}
+        n = len(self)
+        values = [cells.get(c) or [None] * n for c in columns]
+        keep = [i for i, v in enumerate(zip(*values) if values else [()] * n) if test(*v)]
+        if len(keep) == n:
+            return self
+        return Rows(self.dataset.select(keep), self.keep)
+
+    def __iter__(self) -> Iterator[dict]:
+        yield from self.dataset.select_columns(self.keep)
+
+    def to_list(self) -> list[dict]:
+        return self.dataset.select_columns(self.keep).to_list()
+
+
+def open_rows(spec: SourceSpec, cfg: dict, required: Iterable[str] = ()) -> Rows:
+    """The split named by `cfg` (hub or local copy), still in Arrow: see `Rows`.
+
+    Only the spec's required + optional columns are materialised when the rows
+    are iterated. `required` adds columns needed by this particular config
+    (e.g. a filter's column); a missing required column is an error.
     """
     check_keys(spec, cfg)
     need = list(dict.fromkeys([*spec.required, *required]))
@@ -108,9 +150,13 @@ def load_rows(spec: SourceSpec, cfg: dict, required: Iterable[str] = ()) -> list
             f"columns {need}, or drop it to read the hub."
         )
     keep = [c for c in columns if c in need or c in spec.optional]
-    rows = ds.select_columns(keep).to_list()
-    log.info("%s: read %d rows", name, len(rows))
-    return rows
+    log.info("%s: read %d rows", name, ds.num_rows)
+    return Rows(ds, keep)
+
+
+def load_rows(spec: SourceSpec, cfg: dict, required: Iterable[str] = ()) -> list[dict]:
+    """`open_rows` as a list of row dicts (every row materialised at once)."""
+    return open_rows(spec, cfg, required).to_list()
 
 
 def _open(spec: SourceSpec, cfg: dict, name: str):
@@ -206,7 +252,8 @@ class Tally:
         self.spec, self.cfg = spec, cfg
         self.counts: dict[str, int] = {}
 
-    def stage(self, key: str, items: list, what: str) -> list:
+    def stage(self, key: str, items: Sized, what: str) -> Any:
+        """Record `len(items)` (a list or `Rows`) under `key`; return `items`."""
         self.counts[key] = len(items)
         if not items:
             raise DataSourceError(
