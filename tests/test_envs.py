@@ -1,13 +1,23 @@
-"""The conda environments in envs/ agree with pyproject.toml and the rules.
+"""The environments in envs/ and requirements/ agree with pyproject.toml and the rules.
 
 envs/cpu.yaml pins exactly pyproject's runtime dependencies (less snakemake and
-its Slurm plugin, which live in the environment that runs snakemake); envs/gpu.yaml
-adds the `gpu` extra (vllm) and, as its one deliberate difference, the torch that
-vLLM pins. No conda is needed: the files are only parsed.
+its Slurm plugin, which live in the environment that runs snakemake).
+requirements/gpu.txt, the GPU install without conda, pins pyproject's runtime
+dependencies plus vllm, with the torch that vLLM pins and without the Slurm
+plugin (it cannot share an environment with vLLM 0.33.0); envs/gpu.yaml pins the
+same less snakemake. No conda is needed: the files are only parsed. The resolve
+tests at the end ask PyPI (metadata only, through uv) whether the pins have a
+solution; without network they skip, unless AGON_REQUIRE_NETWORK=1.
 """
 
+import os
 import re
+import shutil
+import subprocess
+import time
 import tomllib
+import urllib.error
+import urllib.request
 from importlib import metadata
 from pathlib import Path
 
@@ -19,7 +29,8 @@ from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[1]
 ENVS = ROOT / "envs"
-RULE_FILES = [ROOT / "Snakefile", *sorted((ROOT / "workflow" / "rules").glob("*.smk"))]
+GPU_REQUIREMENTS = ROOT / "requirements" / "gpu.txt"
+GPU_INSTALL = "pip install -r requirements/gpu.txt && pip install --no-deps -e ."
 WORKFLOW_ONLY = {"snakemake", "snakemake-executor-plugin-slurm"}
 # What vllm==0.33.0 requires of packages we also pin (from its package metadata).
 # torch is the conflict: pyproject pins the 2.13.0 CPU build; the GPU env follows vLLM.
@@ -31,10 +42,10 @@ VLLM_REQUIRES = {
     "jsonschema": ">=4.23.0",
 }
 GPU_OVERRIDES = {"torch": "2.14.0"}
-EXPECTED_ENV = {"prepare": "cpu", "base": "cpu", "fetch_model": "cpu", "table": "cpu", "train": "gpu",
-                "evaluate": "gpu"}
-
-
+GPU_ADDED = {"vllm": VLLM_VERSION}
+# snakemake-executor-plugin-slurm>=2.7.0 requires numpy>=2.4.5; vllm 0.33.0 requires
+# mistral-common, which requires numpy<2.4 on Python < 3.13 (requirements/gpu.txt says more)
+GPU_LEFT_OUT = {"snakemake-executor-plugin-slurm"}
 def pins(reqs) -> dict[str, str]:
     """name -> version for a list of exact `name==version` requirements."""
     out = {}
@@ -100,18 +111,65 @@ def test_cpu_env_pins_are_pyprojects(base_pins):
     assert cpu == expected
 
 
-def test_gpu_env_pins_are_pyprojects_plus_gpu_extra(base_pins, pyproject):
-    gpu = env_pins(load_env("gpu"))
-    extra = pins(pyproject["optional-dependencies"]["gpu"])
-    expected = {k: v for k, v in base_pins.items() if k not in WORKFLOW_ONLY} | extra | GPU_OVERRIDES
+def requirement_lines(path: Path) -> list[str]:
+    """The requirements of a pip requirements file (no options, comments or blank lines)."""
+    out = []
+    for raw in path.read_text().splitlines():
+        line = raw.split(" #", 1)[0].strip()
+        if not line or line.startswith("#"):
+            continue
+        assert not line.startswith("-"), f"{path.name}: options are not used here: {line!r}"
+        out.append(line)
+    return out
+
+
+@pytest.fixture(scope="module")
+def gpu_requirement_pins() -> dict[str, str]:
+    return pins(requirement_lines(GPU_REQUIREMENTS))
+
+
+def test_gpu_requirements_are_pyprojects_with_the_documented_differences(base_pins, gpu_requirement_pins):
+    gpu = gpu_requirement_pins
+    expected = {k: v for k, v in base_pins.items() if k not in GPU_LEFT_OUT} | GPU_ADDED | GPU_OVERRIDES
     assert gpu == expected
-    # the only departures from pyproject are the documented overrides
+    # the only departures from pyproject are the documented ones
+    differing = {k for k in gpu if k in base_pins and gpu[k] != base_pins[k]}
+    assert differing == set(GPU_OVERRIDES)
+    assert set(base_pins) - set(gpu) == GPU_LEFT_OUT
+    text = GPU_REQUIREMENTS.read_text()
+    assert GPU_INSTALL in text, "the file documents its install"
+    assert "uv pip install -r requirements/gpu.txt && uv pip install --no-deps -e ." in text
+    for name in (*GPU_OVERRIDES, *GPU_LEFT_OUT):
+        assert name in text.split("torch==2.14.0\n")[0], f"{name}: difference not documented in the header"
+
+
+def test_gpu_env_pins_are_gpu_requirements_less_snakemake(gpu_requirement_pins):
+    gpu = env_pins(load_env("gpu"))
+    assert gpu == {k: v for k, v in gpu_requirement_pins.items() if k not in WORKFLOW_ONLY}
+
+
+def test_gpu_env_pins_are_pyprojects_plus_vllm(base_pins):
+    gpu = env_pins(load_env("gpu"))
+    expected = {k: v for k, v in base_pins.items() if k not in WORKFLOW_ONLY} | GPU_ADDED | GPU_OVERRIDES
+    assert gpu == expected
     differing = {k for k in gpu if k in base_pins and gpu[k] != base_pins[k]}
     assert differing == set(GPU_OVERRIDES)
 
 
-def test_gpu_env_satisfies_vllm(pyproject):
-    gpu = env_pins(load_env("gpu"))
+def test_no_extra_pins_what_cannot_resolve(pyproject, base_pins):
+    """An extra adding vllm (which pins torch==2.14.0) to torch==2.13.0 could never resolve."""
+    extras = pyproject.get("optional-dependencies", {})
+    assert "gpu" not in extras, f"the GPU stack is {GPU_REQUIREMENTS.relative_to(ROOT)}, not an extra"
+    for name, reqs in extras.items():
+        for line in reqs:
+            req = canonicalize_name(Requirement(line).name)
+            assert req not in GPU_ADDED, f"extra {name!r} adds {req}, which pins torch=={GPU_OVERRIDES['torch']}"
+            assert req not in base_pins, f"extra {name!r} re-pins {req}"
+
+
+@pytest.mark.parametrize("source", ["requirements", "env"])
+def test_gpu_pins_satisfy_vllm(source, gpu_requirement_pins):
+    gpu = gpu_requirement_pins if source == "requirements" else env_pins(load_env("gpu"))
     assert gpu["vllm"] == VLLM_VERSION, "vllm changed: update VLLM_REQUIRES from its metadata"
     for name, spec in VLLM_REQUIRES.items():
         assert gpu[name] in SpecifierSet(spec), f"{name}=={gpu[name]} but vllm {VLLM_VERSION} needs {spec}"
@@ -133,32 +191,79 @@ def test_vllm_requirements_match_installed_metadata():
     assert found == {k: SpecifierSet(v) for k, v in VLLM_REQUIRES.items()}
 
 
-def rule_conda_directives() -> dict[str, tuple[Path, str | None, bool]]:
-    """rule name -> (file, conda path or None) for every rule in the workflow."""
-    out = {}
-    for path in RULE_FILES:
-        text = path.read_text()
-        starts = [(m.start(), m.group(1)) for m in re.finditer(r"^rule (\w+):", text, re.M)]
-        for i, (start, rule) in enumerate(starts):
-            end = starts[i + 1][0] if i + 1 < len(starts) else len(text)
-            block = text[start:end]
-            m = re.search(r"^\s+conda:\s*\n\s+[\"']([^\"']+)[\"']", block, re.M)
-            # `run:` executes in snakemake's own process, where snakemake refuses a conda env
-            has_command = re.search(r"^\s+(shell|script):", block, re.M) is not None
-            out[rule] = (path, m.group(1) if m else None, has_command)
-    return out
+# Which env each job gets (per config) is tests/test_job_envs.py's: it lists every job of the DAG.
 
 
-def test_every_conda_directive_points_at_an_env_file():
-    rules = rule_conda_directives()
-    assert set(EXPECTED_ENV) <= set(rules)
-    for rule, (path, env, has_command) in rules.items():
-        if has_command:
-            assert env is not None, f"rule {rule} ({path.name}) runs a command but names no conda env"
-        if env is None:
-            continue
-        target = (path.parent / env).resolve()
-        assert target.is_file(), f"rule {rule}: conda env {env} -> {target} does not exist"
-        assert target.parent == ENVS, f"rule {rule}: env outside envs/: {target}"
-        if rule in EXPECTED_ENV:
-            assert target.stem == EXPECTED_ENV[rule], f"rule {rule} uses {target.name}"
+# ---- do the pins resolve? (PyPI metadata through uv; no wheel is downloaded) ------------
+
+PLATFORM = "x86_64-manylinux_2_28"
+# a downloaded torch wheel alone is ~1 GB; metadata, the simple-index pages and the one
+# tiny sdist built for its metadata (connection-pool, via snakemake) stay far below this
+NO_WHEELS_CAP_BYTES = 250 * 2**20
+
+
+def _network_missing(reason: str):
+    if os.environ.get("AGON_REQUIRE_NETWORK") == "1":
+        pytest.fail(f"{reason} (AGON_REQUIRE_NETWORK=1)")
+    pytest.skip(f"{reason}; set AGON_REQUIRE_NETWORK=1 to make this a failure")
+
+
+def _uv() -> str:
+    found = ROOT / ".venv" / "bin" / "uv"
+    exe = str(found) if found.exists() else shutil.which("uv")
+    if exe is None:
+        _network_missing("uv not found (.venv/bin/uv or PATH): cannot check that the pins resolve")
+    return exe
+
+
+def _index_url() -> str:
+    return (os.environ.get("UV_DEFAULT_INDEX") or os.environ.get("UV_INDEX_URL")
+            or "https://pypi.org/simple/").rstrip("/") + "/"
+
+
+@pytest.fixture(scope="module")
+def uv_compile(tmp_path_factory):
+    """compile(source, python, *extra_args) -> {name: version}, resolved by uv from PyPI."""
+    uv = _uv()
+    url = _index_url()
+    try:
+        urllib.request.urlopen(urllib.request.Request(url + "pip/", method="HEAD"), timeout=15).close()
+    except urllib.error.HTTPError:
+        pass  # it answered
+    except OSError as exc:
+        _network_missing(f"package index {url} unreachable ({exc})")
+    # a fresh cache, so that its size shows nothing but metadata was fetched
+    cache = tmp_path_factory.mktemp("uv-cache")
+
+    def run(source: Path, python: str, *extra: str) -> dict[str, str]:
+        cmd = [uv, "pip", "compile", str(source), "--python-platform", PLATFORM, "--python-version", python,
+               "--no-header", "--no-annotate", "--quiet", "--no-config", *extra]
+        start = time.monotonic()
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT,
+                              env={**os.environ, "UV_CACHE_DIR": str(cache)})
+        seconds = time.monotonic() - start
+        if done.returncode != 0 and re.search(r"dns error|Connect|timed out|Failed to fetch", done.stderr):
+            _network_missing(f"uv could not reach the index: {done.stderr.strip()[-300:]}")
+        assert done.returncode == 0, f"{source.name} does not resolve for Python {python}:\n{done.stderr}"
+        size = sum(p.stat().st_size for p in cache.rglob("*") if p.is_file())
+        assert size < NO_WHEELS_CAP_BYTES, f"uv cache grew to {size >> 20} MiB: were wheels downloaded?"
+        print(f"uv pip compile {source.name} (Python {python}): {seconds:.1f} s, cache {size >> 20} MiB")
+        return pins(line for line in done.stdout.splitlines() if line and not line.startswith("#"))
+
+    return run
+
+
+@pytest.mark.parametrize("python", ["3.12", "3.11"])
+def test_gpu_requirements_resolve(uv_compile, python, gpu_requirement_pins):
+    resolved = uv_compile(GPU_REQUIREMENTS, python)
+    assert resolved["torch"] == GPU_OVERRIDES["torch"] and resolved["vllm"] == VLLM_VERSION
+    for name, version in gpu_requirement_pins.items():
+        assert resolved.get(name) == version, f"{name}: pinned {version}, resolved {resolved.get(name)}"
+    assert not GPU_LEFT_OUT & set(resolved)
+
+
+@pytest.mark.parametrize("python", ["3.11", "3.12"])
+def test_cpu_install_resolves_with_every_extra(uv_compile, python, base_pins):
+    resolved = uv_compile(ROOT / "pyproject.toml", python, "--all-extras")
+    for name, version in base_pins.items():
+        assert resolved.get(name) == version, f"{name}: pinned {version}, resolved {resolved.get(name)}"

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from . import io
+from .gpu_check import GpuUnavailable
 from .verify.sandbox import SandboxUnavailable
 
 
@@ -32,6 +33,18 @@ def _threads(n: int) -> None:
 
 def _log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def _device(spec: dict, what: str) -> dict | None:
+    """A GPU job (vLLM generation: it needs CUDA) checks its GPU, driver and torch's CUDA build
+    before any model loads, and stops with what to fix (agon.gpu_check); None for a CPU job."""
+    if (spec.get("generation") or {}).get("backend") != "vllm":
+        return None
+    from .gpu_check import require_gpu
+
+    device = require_gpu(what)
+    _log(f"GPU: {device['name']} (driver {device['driver']}, torch {device['torch']} for CUDA {device['torch_cuda']})")
+    return device
 
 
 def cmd_prepare(args) -> None:
@@ -134,6 +147,7 @@ def cmd_train(args) -> None:
 
     spec = _spec(args.spec)
     _threads(spec["threads"])
+    device = _device(spec, f"train job {args.out}")
     base, tokenizer, fmt = load_for_job(spec)
     problems = io.read_jsonl(args.train)
     resolved = precision.resolve(spec.get("precision", "fp32"))
@@ -165,7 +179,7 @@ def cmd_train(args) -> None:
     io.write_json(out / "train_summary.json", {
         "adapters": list(trainer.adapters), "steps": trainer.step, "seconds": round(time.time() - t0, 1),
         "grader": trainer.grader.counts, "precision": resolved, "sandbox": trainer.grader.mechanism,
-        "provenance": io.provenance(spec, spec["seed"]),
+        "device": device, "provenance": io.provenance(spec, spec["seed"]),
     })
     if args.snapshots:
         _publish_snapshots(ckpt_dir / "snapshots", Path(args.snapshots), spec["train"].get("snapshot_every"), total)
@@ -207,6 +221,7 @@ def cmd_evaluate(args) -> None:
 
     spec = _spec(args.spec)
     _threads(spec["threads"])
+    device = _device(spec, f"evaluate job {spec['out_dir']}")
     adapter_dirs = {n: str(Path(spec["adapter_dir"]) / n) for n in spec["adapters"]}
     sample, fmt = protocols.sampler_for(spec, adapter_dirs, spec["seed"])
     resolved = precision.resolve(spec.get("precision", "fp32"))  # recorded in provenance.json
@@ -233,7 +248,7 @@ def cmd_evaluate(args) -> None:
     tmp = out.with_name(out.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.copytree(resume, tmp)
-    io.write_json(tmp / "provenance.json", {"summary": summary, "precision": resolved,
+    io.write_json(tmp / "provenance.json", {"summary": summary, "precision": resolved, "device": device,
                                             "provenance": io.provenance(spec, spec["seed"])})
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
@@ -274,6 +289,7 @@ def cmd_curve(args) -> None:
 
     spec = _spec(args.spec)
     _threads(spec["threads"])
+    _device(spec, f"curve job {spec['out']}")
     curves.run_curve(spec, log=_log)
 
 
@@ -434,7 +450,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     try:
         args.func(args)
-    except (ValueError, FileNotFoundError, SandboxUnavailable) as e:
+    except (ValueError, FileNotFoundError, SandboxUnavailable, GpuUnavailable) as e:
         # Bad input: a clear one-line message, no traceback through the rule.
         print(f"agon {args.command}: error: {e}", file=sys.stderr)
         sys.exit(2)
