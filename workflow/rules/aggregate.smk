@@ -35,7 +35,7 @@ rule table:
     log:
         f"{R}/logs/tables/{{table}}.log",
     conda:
-        "../../envs/cpu.yaml"
+        CPU_ENV
     shell:
         "agon table --spec {params.spec:q} --records {params.records} --reported {input.reported} "
         "--out-prefix {params.prefix} > {log} 2>&1"
@@ -56,7 +56,7 @@ rule figure_7b:
     log:
         f"{R}/logs/figures/fig7b.log",
     conda:
-        "../../envs/cpu.yaml"
+        CPU_ENV
     shell:
         "agon figure7b --points {input.curves} --out-prefix {params.prefix} > {log} 2>&1"
 
@@ -81,7 +81,7 @@ rule report:
     log:
         f"{R}/logs/report.log",
     conda:
-        "../../envs/cpu.yaml"
+        CPU_ENV
     shell:
         "agon report --spec {params.spec:q} --tables {input.tables} --figure-table {input.figure_table} "
         "--figure-prefix {params.prefix} --fig7b {input.fig7b} --reported {input.reported} "

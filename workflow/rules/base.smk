@@ -25,7 +25,7 @@ rule fetch_model:
     log:
         f"{R}/logs/base/{{model}}.log",
     conda:
-        "../../envs/cpu.yaml"
+        CPU_ENV
     shell:
         "agon fetch-model --spec {params.spec:q} --out {output} > {log} 2>&1"
 
@@ -54,7 +54,7 @@ rule base:
     log:
         f"{R}/logs/base/{{model}}.log",
     conda:
-        "../../envs/cpu.yaml"
+        CPU_ENV
     shell:
         "agon base --spec {params.spec:q} --exclude {input.unseen} "
         "--out {output} > {log} 2>&1"

@@ -116,6 +116,20 @@ def model_spec(model):
     return spec
 
 
+# Conda environments (used with --sdm conda; a plain run ignores them). Only vLLM
+# generation needs the GPU stack (vLLM and its CUDA torch): every other job, the toy
+# default and the CPU stand-in of the paper config included, runs in envs/cpu.yaml.
+# (On Linux that env's PyPI torch is a CUDA build too: a transformers-backend job on a
+# GPU node runs there.) tests/test_job_envs.py lists the env of every job.
+CPU_ENV = "../../envs/cpu.yaml"
+GPU_ENV = "../../envs/gpu.yaml"
+
+
+def job_env(wc=None):
+    """The conda env of a train, evaluate or curve job: the GPU stack only for vLLM generation."""
+    return GPU_ENV if config.get("generation", {}).get("backend") == "vllm" else CPU_ENV
+
+
 def generation_spec():
     """The `generation` section, when the config has one (absent: the transformers backend)."""
     return {"generation": config["generation"]} if "generation" in config else {}

@@ -19,6 +19,6 @@ rule curve:
     log:
         f"{R}/logs/curves/{{model}}/{{row}}/seed{{seed}}.log",
     conda:
-        "../../envs/gpu.yaml"
+        job_env
     shell:
         "agon curve --spec {params.spec:q} > {log} 2>&1"

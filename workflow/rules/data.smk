@@ -19,6 +19,6 @@ rule prepare:
     log:
         f"{R}/logs/prepare/{{dataset}}.log",
     conda:
-        "../../envs/cpu.yaml"
+        CPU_ENV
     shell:
         "agon prepare --spec {params.spec:q} --out {params.out} > {log} 2>&1"

@@ -21,6 +21,6 @@ rule evaluate:
     log:
         f"{R}/logs/eval/{{model}}/{{cell}}/seed{{seed}}.log",
     conda:
-        "../../envs/gpu.yaml"
+        job_env
     shell:
         "agon evaluate --spec {params.spec:q} --resume-dir {params.resume} > {log} 2>&1"

@@ -17,7 +17,7 @@ rule sandbox_check:
     log:
         f"{R}/logs/sandbox_check.log",
     conda:
-        "../../envs/cpu.yaml"
+        CPU_ENV
     shell:
         "agon sandbox-check --spec {params.spec:q} --out {output} 2>&1 | tee {log}"
 
@@ -40,7 +40,7 @@ rule train:
     log:
         f"{R}/logs/train/{{model}}/{{method}}/seed{{seed}}.log",
     conda:
-        "../../envs/gpu.yaml"
+        job_env
     shell:
         "agon train --spec {params.spec:q} --train {input.train} --out {output.adapters} "
         "--metrics {output.metrics} --snapshots {output.snapshots} --checkpoint-dir {params.checkpoints} "
