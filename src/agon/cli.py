@@ -97,6 +97,7 @@ def cmd_base(args) -> None:
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
     io.write_json(tmp / "agon_base.json", {"history": history, "provenance": io.provenance(spec, spec["seed"])})
+    io.share_modes(tmp)
     if out.exists():
         import shutil
 
@@ -140,6 +141,7 @@ def _check_resume_key(ckpt_dir: Path, key: dict) -> None:
 
 def cmd_train(args) -> None:
     from . import precision
+    from .evaluate.records import read_steps
     from .generate import make_backend
     from .models import load_for_job
     from .rl.trainer import Trainer
@@ -174,13 +176,14 @@ def cmd_train(args) -> None:
     out = Path(args.out)
     for name in trainer.adapters:
         trainer.policies.save(name, out / name)
-    history = io.read_jsonl(ckpt_dir / "metrics.jsonl")
+    history = read_steps(ckpt_dir / "metrics.jsonl", trainer.step)  # every step once, no gap
     io.write_jsonl(metrics, history)
     io.write_json(out / "train_summary.json", {
         "adapters": list(trainer.adapters), "steps": trainer.step, "seconds": round(time.time() - t0, 1),
         "grader": trainer.grader.counts, "precision": resolved, "sandbox": trainer.grader.mechanism,
         "device": device, "provenance": io.provenance(spec, spec["seed"]),
     })
+    io.share_modes(out)  # safetensors and peft write as they please
     if args.snapshots:
         _publish_snapshots(ckpt_dir / "snapshots", Path(args.snapshots), spec["train"].get("snapshot_every"), total)
     io.write_json(ckpt_dir / "resume_key.json", {**key, "finished": True})
@@ -203,6 +206,7 @@ def _publish_snapshots(src: Path, out: Path, every: int | None, total: int) -> N
     for k in steps:
         shutil.copytree(src / f"step{k}", tmp / f"step{k}")
     io.write_json(tmp / "snapshots.json", {"every": every, "steps": steps, "total_steps": total})
+    io.share_modes(tmp)
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
 
@@ -217,6 +221,7 @@ def cmd_evaluate(args) -> None:
 
     from . import precision
     from .evaluate import protocols
+    from .evaluate.records import is_complete
     from .verify.grading import Grader
 
     spec = _spec(args.spec)
@@ -232,7 +237,7 @@ def cmd_evaluate(args) -> None:
     for name, bench in spec["needs"]:
         ev, problems = spec["evaluations"][name], problems_of[bench]
         done = resume / f"{name}.{bench}.jsonl"
-        if done.exists() and len(io.read_jsonl(done)) == len(problems):
+        if is_complete(done, [p["id"] for p in problems]):  # every problem once, nothing cut short
             _log(f"{name} on {bench}: reusing {done}")
             continue
         grader = Grader.for_spec(spec)
@@ -250,6 +255,7 @@ def cmd_evaluate(args) -> None:
     shutil.copytree(resume, tmp)
     io.write_json(tmp / "provenance.json", {"summary": summary, "precision": resolved, "device": device,
                                             "provenance": io.provenance(spec, spec["seed"])})
+    io.share_modes(tmp)
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
     shutil.rmtree(resume)
@@ -311,8 +317,12 @@ def cmd_report(args) -> None:
 
     from .report import figures, reported, report
 
+    from .evaluate.records import read_steps
+
     spec = _spec(args.spec)
     out = Path(args.out)
+    for path in args.metrics:  # every trained cell's steps, each once (train_summary says how many)
+        read_steps(path, io.read_json(Path(path).parent / "adapters" / "train_summary.json")["steps"])
     rows = []
     with open(args.figure_table) as f:
         for r in csv.DictReader(f):
@@ -431,6 +441,7 @@ def main(argv=None) -> None:
     p.add_argument("--reported", required=True)
     p.add_argument("--provenance", nargs="*", default=[], help="provenance.json files of the cells")
     p.add_argument("--fig7b", default=None, help="Figure 7b's png, listed in the report")
+    p.add_argument("--metrics", nargs="*", default=[], help="trained cells' metrics.jsonl, checked step by step")
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_report)
 

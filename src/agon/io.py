@@ -20,9 +20,28 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 
+def umask() -> int:
+    """The process's file mode creation mask (read without changing it, where Linux says it)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)  # elsewhere: the classic read-by-setting (restored at once)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path beside `path`; rename it onto `path` on success."""
+    """Yield a temporary path beside `path`; rename it onto `path` on success.
+
+    The file gets the mode a plain `open(path, "w")` would give (0666 less the
+    umask), not mkstemp's private 0600: results on a shared filesystem are as
+    readable as the user's umask allows.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -30,10 +49,24 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        os.chmod(tmp_path, 0o666 & ~umask())
         os.replace(tmp_path, path)
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
+
+
+def share_modes(root: str | os.PathLike) -> None:
+    """Give every file under `root` (a directory another library wrote: save_pretrained,
+    safetensors, torch.save) the mode `atomic_path` gives: 0666 less the umask (0777 for
+    directories), so no result stays private to its writer on a shared filesystem."""
+    mask = umask()
+    for folder, dirs, files in os.walk(root):
+        os.chmod(folder, 0o777 & ~mask)
+        for name in files:
+            f = os.path.join(folder, name)
+            if not os.path.islink(f):
+                os.chmod(f, 0o666 & ~mask)
 
 
 def write_text(path, text: str) -> None:

@@ -193,6 +193,7 @@ def fetch(spec: dict, out: Path, log: Callable[[str], None] = print) -> dict:
 
     record["provenance"] = io.provenance(spec)
     io.write_json(tmp / "agon_base.json", record)
+    io.share_modes(tmp)
     if out.exists():
         shutil.rmtree(out)
     tmp.rename(out)
