@@ -15,11 +15,14 @@ from agon.config import resolve_extends, validate
 if not config:
     configfile: "config/config.yaml"
 
-# `extends:` (config/test.yaml) layers a config on another file in config/.
-resolved = resolve_extends(dict(config), ROOT / "config")
+# `extends:` (config/test.yaml) layers a config on another file in config/. Problems are
+# named by file and line: the --configfile files (the last one's keys win), then the
+# files they extend.
+CONFIG_FILES = [Path(f) for f in reversed(workflow.configfiles)]
+resolved = resolve_extends(dict(config), ROOT / "config", CONFIG_FILES)
 config.clear()
 config.update(resolved)
-validate(config, "workflow config")
+validate(config, CONFIG_FILES)
 
 RUN = config["run"]
 R = f"results/{RUN}"

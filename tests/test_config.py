@@ -14,7 +14,7 @@ def base_config():
     return load(ROOT / "config" / "config.yaml")
 
 
-@pytest.mark.parametrize("name", ["config.yaml", "test.yaml"])
+@pytest.mark.parametrize("name", ["config.yaml", "test.yaml", "paper.yaml", "paper_cpu.yaml", "smollm2.yaml"])
 def test_shipped_configs_validate(name):
     load(ROOT / "config" / name)
 
@@ -148,3 +148,69 @@ def test_figure_7b_references(base_config):
     bad = _mutated(base_config, ["figures", "fig7a", "table"], "table1_design")
     with pytest.raises(ConfigError, match=r"figures.fig7a.table: 'table1_design' is not a results table"):
         validate(bad)
+
+
+# --- errors that name the file and the line ------------------------------------------------
+
+def _write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_each_problem_is_one_line_naming_its_file_and_line(tmp_path):
+    path = _write(tmp_path, "over.yaml", f"extends: {ROOT / 'config' / 'test.yaml'}\n"
+                  "train:\n  lr: 0.1\n  lerning_rate: 3\nmodels:\n  toy: {train_data: nope}\n")
+    with pytest.raises(ConfigError) as e:
+        load(path)
+    lines = str(e.value).splitlines()
+    assert lines[0] == f"invalid config ({path}, {ROOT / 'config' / 'test.yaml'}, {ROOT / 'config' / 'config.yaml'}):"
+    assert lines[1].startswith(f"  {path}:4: unknown config key 'train.lerning_rate'") and len(lines) == 2
+    # a reference problem (checked after the schema passes), named where the key was written
+    path.write_text(f"extends: {ROOT / 'config' / 'test.yaml'}\nmodels:\n  toy: {{train_data: nope}}\n")
+    with pytest.raises(ConfigError, match=rf"\n  {path}:3: models.toy.train_data: unknown dataset 'nope'"):
+        load(path)
+    # a key the extending file does not hold is named in the file that does
+    with pytest.raises(ConfigError) as e:
+        validate(_mutated(load(ROOT / "config" / "test.yaml"), ["train", "lr"], "fast"),
+                 [ROOT / "config" / "test.yaml", ROOT / "config" / "config.yaml"])
+    text = (ROOT / "config" / "config.yaml").read_text().splitlines()
+    train = text.index("train:")
+    line = next(i for i, t in enumerate(text[train:], train + 1) if t.startswith("  lr:"))
+    assert f"{ROOT / 'config' / 'config.yaml'}:{line}: config key 'train.lr'" in str(e.value)
+
+
+def test_a_split_larger_than_a_generated_pool_fails_at_load(tmp_path):
+    path = _write(tmp_path, "big.yaml", f"extends: {ROOT / 'config' / 'test.yaml'}\n"
+                  "datasets:\n  toy_math: {heldout: 400}\n")
+    with pytest.raises(ConfigError, match=rf"{path}:3: datasets.toy_math: options.pool_size 300 cannot hold "
+                                          r"heldout 400 \+ validation 16 \+ train 8 \(needs 424\)"):
+        load(path)
+
+
+def test_an_extends_cycle_is_named_as_a_cycle(tmp_path):
+    a = _write(tmp_path, "a.yaml", "extends: b.yaml\nrun: a\n")
+    b = _write(tmp_path, "b.yaml", "extends: a.yaml\n")
+    with pytest.raises(ConfigError, match=rf"`extends:` cycle: {a} -> {b} -> {a}$"):
+        load(a)
+    self_loop = _write(tmp_path, "c.yaml", "extends: c.yaml\n")
+    with pytest.raises(ConfigError, match="cycle"):
+        load(self_loop)
+
+
+def test_a_yaml_syntax_error_names_file_line_and_column(tmp_path):
+    bad = _write(tmp_path, "syntax.yaml", "run: x\ndatasets:\n  a: [1\n  b: 2\n")
+    with pytest.raises(ConfigError, match=rf"^{bad}:4:4: not valid YAML: "):
+        load(bad)
+    parent = _write(tmp_path, "child.yaml", "extends: syntax.yaml\n")
+    with pytest.raises(ConfigError, match=rf"^{bad}:4:4: not valid YAML"):
+        load(parent)
+
+
+def test_the_config_checker_command_names_every_bad_file(tmp_path, capsys):
+    from agon.config import main
+
+    bad = _write(tmp_path, "syntax.yaml", "run: [x\n")
+    assert main([str(ROOT / "config" / "test.yaml")]) == 0
+    assert main([str(bad), str(ROOT / "config" / "test.yaml")]) == 1
+    assert f"{bad}:2:1: not valid YAML" in capsys.readouterr().err

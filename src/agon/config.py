@@ -30,10 +30,77 @@ def load_yaml(path) -> dict:
         try:
             data = yaml.safe_load(f)
         except yaml.YAMLError as e:
-            raise ConfigError(f"{path}: not valid YAML: {e}") from None
+            mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+            where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+            what = " ".join(str(x) for x in (getattr(e, "context", None), getattr(e, "problem", None)) if x)
+            raise ConfigError(f"{where}: not valid YAML: {what or e}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping at the top level")
     return data
+
+
+class Locator:
+    """Where a config key was written: "file:line" in the first of `files` (the config, then
+    the files it extends) that holds the longest part of the key's path."""
+
+    def __init__(self, files):
+        self.files = [Path(f) for f in files]
+        self.trees = []
+        for f in self.files:
+            try:
+                self.trees.append((f, yaml.compose(f.read_text())))
+            except (OSError, yaml.YAMLError):
+                continue
+
+    @staticmethod
+    def _walk(node, keys) -> tuple[int, int | None]:
+        depth, line = 0, None
+        for key in keys:
+            if isinstance(node, yaml.MappingNode):
+                match = next(((k, v) for k, v in node.value if str(k.value) == str(key)), None)
+            elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+                match = (node.value[key], node.value[key])
+            else:
+                match = None
+            if match is None:
+                break
+            depth, line, node = depth + 1, match[0].start_mark.line + 1, match[1]
+        return depth, line
+
+    def where(self, keys) -> str:
+        best = None
+        for f, tree in self.trees:
+            depth, line = self._walk(tree, list(keys))
+            if depth and (best is None or depth > best[0]):
+                best = (depth, f"{f}:{line}")
+        if best:
+            return best[1]
+        return str(self.files[0]) if self.files else "config"
+
+
+def _key_of(config, text: str) -> list:
+    """The key path a message starts with ("models.qwen3.5-2b.path: ..."), matched against the
+    config's own keys (names may hold dots)."""
+    head = text.split(":", 1)[0].split(" ", 1)[0].strip("'")
+    keys, node = [], config
+    while head and isinstance(node, dict):
+        key = max((k for k in map(str, node) if head == k or head.startswith(k + ".")), key=len, default=None)
+        if key is None:
+            break
+        keys.append(key)
+        node, head = node[key], head[len(key) + 1:]
+    return keys
+
+
+def _raise(problems: list[tuple[list, str]], source) -> None:
+    """One ConfigError, one line per problem, each starting with the file and line it is about."""
+    if isinstance(source, str):
+        lines = [msg for _, msg in problems]
+        raise ConfigError(f"{source}: invalid config:\n  " + "\n  ".join(dict.fromkeys(lines)))
+    locator = Locator(source)
+    lines = [f"{locator.where(keys)}: {msg}" for keys, msg in problems]
+    names = ", ".join(str(f) for f in locator.files) or "config"
+    raise ConfigError(f"invalid config ({names}):\n  " + "\n  ".join(dict.fromkeys(lines)))
 
 
 def _key_path(path) -> str:
@@ -60,14 +127,27 @@ def _describe(error: jsonschema.ValidationError) -> str:
     return f"config key {where!r}: {error.message}"
 
 
-def validate(config: dict, source: str = "config") -> dict:
-    """Raise ConfigError listing every problem in `config`; return it unchanged when valid."""
+def _error_keys(error: jsonschema.ValidationError) -> list:
+    """The key path a schema error is about: an unknown key's own path, not its parent's."""
+    keys = list(error.absolute_path)
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        allowed = set(error.schema.get("properties", {}))
+        extra = sorted(k for k in error.instance if k not in allowed)
+        keys += extra[:1]
+    return keys
+
+
+def validate(config: dict, source="config") -> dict:
+    """Raise ConfigError listing every problem in `config`; return it unchanged when valid.
+
+    `source`: the config files it came from (the file, then those it extends), so that
+    each problem is named by file and line; or a plain label.
+    """
     schema = yaml.safe_load(SCHEMA_PATH.read_text())
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
-        lines = "\n  ".join(dict.fromkeys(_describe(e) for e in errors))
-        raise ConfigError(f"{source}: invalid config:\n  {lines}")
+        _raise([(_error_keys(e), _describe(e)) for e in errors], source)
     check_references(config, source)
     return config
 
@@ -117,8 +197,29 @@ def check_references(config: dict, source: str = "config") -> None:
     for name, table in config["tables"].items():
         problems += _table_problems(name, table, config)
     problems += _figure_problems(config)
+    problems += _split_problems(config)
     if problems:
-        raise ConfigError(f"{source}: invalid config:\n  " + "\n  ".join(problems))
+        _raise([(_key_of(config, p), p) for p in problems], source)
+
+
+def _split_problems(config: dict) -> list[str]:
+    """Split sizes a generated pool cannot hold, found when the config loads (not in the job)."""
+    from .data.splits import needed
+    from .data.sources import SEEDED
+
+    out = []
+    for name, d in config["datasets"].items():
+        pool = (d.get("options") or {}).get("pool_size")
+        if d["source"] in SEEDED and isinstance(pool, int):
+            try:
+                need = needed(d["heldout"], d["validation"], d["train"], pool)
+            except ValueError as e:
+                out.append(f"datasets.{name}: {e}")
+                continue
+            if need > pool:
+                out.append(f"datasets.{name}: options.pool_size {pool} cannot hold heldout {d['heldout']} + "
+                           f"validation {d['validation']} + train {d['train']} (needs {need})")
+    return out
 
 
 def _table_problems(name: str, table: dict, config: dict) -> list[str]:
@@ -212,20 +313,50 @@ def merge(base: dict, overlay: dict) -> dict:
     return out
 
 
-def resolve_extends(config: dict, config_dir) -> dict:
+def resolve_extends(config: dict, config_dir, files: list | None = None) -> dict:
     """A config with `extends: other.yaml` is that file (in `config_dir`) with this one on top.
 
     Opt-in per config: config/test.yaml extends the embedded default, so the test
     runs the same matrix at small sizes; config/paper.yaml stands alone.
+    `files`, when given, is the chain so far (the config's own file first); each file
+    extended is appended to it, and one met twice is a cycle, named as such.
     """
+    files = [] if files is None else files
     if "extends" not in config:
         return config
-    parent_path = Path(config_dir) / config["extends"]
-    parent = resolve_extends(load_yaml(parent_path), parent_path.parent)
+    parent_path = Path(config_dir) / str(config["extends"])
+    seen = [Path(f).resolve() for f in files]
+    if parent_path.resolve() in seen:
+        chain = " -> ".join(str(f) for f in [*files, parent_path])
+        raise ConfigError(f"{files[-1] if files else 'config'}: `extends:` cycle: {chain}")
+    files.append(parent_path)
+    parent = resolve_extends(load_yaml(parent_path), parent_path.parent, files)
     child = {k: v for k, v in config.items() if k != "extends"}
     return merge(parent, child)
 
 
-def load(path) -> dict:
+def load(path, config_dir=None) -> dict:
+    """Load, resolve `extends:` (relative to `config_dir`, default the file's folder) and validate."""
     path = Path(path)
-    return validate(resolve_extends(load_yaml(path), path.parent), str(path))
+    files = [path]
+    return validate(resolve_extends(load_yaml(path), config_dir or path.parent, files), files)
+
+
+def main(argv=None) -> int:
+    """`python -m agon.config FILE...`: check config files, naming each problem's file and line.
+    (snakemake's own --configfile loader says only "not valid JSON or YAML"; scripts/run.sh
+    checks every --configfile with this first.)"""
+    import sys
+
+    bad = 0
+    for f in (argv if argv is not None else sys.argv[1:]):
+        try:
+            load(f, SCHEMA_PATH.parent)  # as the Snakefile reads it: `extends:` names a file in config/
+        except ConfigError as e:
+            print(e, file=sys.stderr)
+            bad += 1
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

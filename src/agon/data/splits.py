@@ -14,6 +14,15 @@ from ..io import stable_hash
 SPLIT_ORDER = ("heldout", "validation", "train")
 
 
+def needed(heldout: int | None, validation: int, train: int | None, pool: int) -> int:
+    """How many problems a pool must hold for these split sizes (`None`: all the rest)."""
+    if heldout is None:
+        if train is None:
+            raise ValueError("splits: heldout and train cannot both be null (all the rest)")
+        return max(pool, validation + train + 1)
+    return heldout + validation + (train if train is not None else 1)
+
+
 def split_problems(problems: list[dict], heldout: int | None, validation: int, seed: int,
                    train: int | None = None) -> dict[str, list[dict]]:
     """Held-out, then validation, then train, from one seeded shuffle of the pool.
@@ -26,11 +35,8 @@ def split_problems(problems: list[dict], heldout: int | None, validation: int, s
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
         raise ValueError(f"splits: duplicate problem id {dup!r} in the pool")
-    if heldout is None:
-        if train is None:
-            raise ValueError("splits: heldout and train cannot both be null (all the rest)")
-        heldout = len(problems) - validation - train
-    need = heldout + validation + (train if train is not None else 1)
+    need = needed(heldout, validation, train, len(problems))
+    heldout = len(problems) - validation - train if heldout is None else heldout
     if heldout < 1 or need > len(problems):
         raise ValueError(
             f"splits: pool has {len(problems)} problems, but heldout={heldout}, "
