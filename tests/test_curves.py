@@ -11,13 +11,15 @@ from agon.evaluate import curves
 def _recs(evaluation, bench, correct, ids=None):
     ids = ids or [f"p{i}" for i in range(len(correct))]
     return [{"id": i, "evaluation": evaluation, "model": "toy", "seed": 0, "benchmark": bench, "correct": c,
-             "final_length": 3, "total_tokens": 6} for i, c in zip(ids, correct)]
+             "final_length": 3, "total_tokens": 6, "stages": [{"length": 3, "correct": c}] * 2}
+            for i, c in zip(ids, correct)]
 
 
 @pytest.fixture
 def cell(tmp_path):
     problems = [{"id": f"p{i}", "prompt": f"q{i}", "answer": "1", "difficulty": 3} for i in range(6)]
     io.write_jsonl(tmp_path / "heldout.jsonl", problems)
+    io.write_jsonl(tmp_path / "validation.jsonl", problems[:3])
     untrained, evals, train = tmp_path / "untrained", tmp_path / "eval", tmp_path / "train"
     io.write_jsonl(untrained / "zero_shot.heldout.jsonl", _recs("zero_shot", "heldout", [1, 0, 0, 0, 0, 1]))
     # validation prefers B->A; held-out would prefer A->B: the curve must follow validation
@@ -28,7 +30,7 @@ def cell(tmp_path):
     io.write_json(train / "adapters" / "train_summary.json", {"steps": 6})
     io.write_json(train / "snapshots" / "snapshots.json", {"every": 2, "steps": [2, 4], "total_steps": 6})
     return {"row": "agon", "model": "toy", "seed": 0, "evaluation": None, "candidates": ["agon_ab", "agon_ba"],
-            "select_on": "validation",
+            "select_on": "validation", "select_on_path": str(tmp_path / "validation.jsonl"),
             "evaluations": {"agon_ab": {"method": "agon", "protocol": "cascade", "policies": ["A", "B"]},
                             "agon_ba": {"method": "agon", "protocol": "cascade", "policies": ["B", "A"]}},
             "adapters": ["A", "B"], "benchmark": "heldout", "benchmark_path": str(tmp_path / "heldout.jsonl"),
@@ -81,3 +83,10 @@ def test_curve_subset_checks(cell):
         curves.run_curve({**cell, "problems": 9}, sampler_factory=None)
     with pytest.raises(ValueError, match="no records for 1 subset problem"):
         curves.restrict(_recs("x", "heldout", [1]), ["p0", "p7"], "x")
+
+
+def test_a_damaged_records_file_stops_the_curve_naming_it(cell):
+    final = Path(cell["eval_dir"], "agon_ba.heldout.jsonl")
+    final.write_text("".join(final.read_text().splitlines(keepends=True)[1:]))  # p0's record lost
+    with pytest.raises(ValueError, match=rf"{final}: 1 problem\(s\) of its split \(6\) missing, first 'p0'"):
+        curves.run_curve(cell, log=lambda m: None, sampler_factory=lambda *a: ("s", "f"))

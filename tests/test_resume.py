@@ -257,3 +257,26 @@ def test_checkpoint_of_another_spec_is_not_resumed(tmp_path, capsys):
     _check_resume_key(ckpt_dir, key)
     assert not (ckpt_dir / "checkpoint.pt").exists()
     assert "it has no resume_key.json" in capsys.readouterr().out
+
+
+def test_a_checkpoint_whose_metrics_have_a_gap_is_not_resumed(prepared, tmp_path):
+    """Two steps checkpointed, then step 0's metrics line lost: the rerun refuses to resume
+    (it would publish metrics without step 0), naming the file, the step and the fix."""
+    workdir = prepared
+    spec = {"base_path": str(workdir / RUN / "models" / "toy" / "base"),
+            "prompt_style": CFG["models"]["toy"]["prompt_style"], "method": CFG["methods"]["grpo"],
+            "train": CFG["train"], "sampling": CFG["sampling"]["train"], "seed": 0, "threads": 1}
+    train = workdir / RUN / "data" / CFG["models"]["toy"]["train_data"] / "train.jsonl"
+    ckpt_dir = tmp_path / "checkpoints"
+    cmd = [sys.executable, "-m", "agon.cli", "train", "--spec", json.dumps(spec), "--train", str(train),
+           "--out", str(tmp_path / "adapters"), "--metrics", str(tmp_path / "metrics.jsonl"),
+           "--checkpoint-dir", str(ckpt_dir)]
+    proc = subprocess.run(cmd + ["--stop-after", "2"], capture_output=True, text=True, timeout=600, env=ENV)
+    assert proc.returncode == 3, proc.stdout[-2000:] + proc.stderr[-2000:]
+    metrics = ckpt_dir / "metrics.jsonl"
+    assert steps_of(metrics) == [0, 1]
+    metrics.write_text(metrics.read_text().splitlines(keepends=True)[1])  # step 0's line lost
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=ENV)
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert f"cannot resume from {ckpt_dir / 'checkpoint.pt'}: {metrics}:1: step 0 missing" in proc.stderr
+    assert f"Delete {ckpt_dir}" in proc.stderr and not (tmp_path / "adapters").exists()

@@ -107,6 +107,66 @@ def test_clean_checkpoints_keeps_results_valid(finished_run):
     assert "Nothing to be done" in proc.stdout + proc.stderr
 
 
+def test_results_are_as_readable_as_the_umask_allows(finished_run):
+    """No result stays private to its writer (mkstemp's 0600) on a shared filesystem."""
+    import stat
+
+    from agon.io import umask
+
+    want = 0o666 & ~umask()
+    files = [p for p in (finished_run / "results").rglob("*") if p.is_file() and not p.is_symlink()]
+    private = [str(p) for p in files if stat.S_IMODE(p.stat().st_mode) & 0o666 != want]
+    assert files and not private, private[:10]
+
+
+def _damage_copy(finished_run, tmp_path) -> Path:
+    """A copy of the finished run, mtimes kept: Snakemake sees nothing to do in it."""
+    work = tmp_path / "copy"
+    shutil.copytree(finished_run, work, symlinks=True)
+    proc = snakemake(work, "--configfile", str(ROOT / "config" / "test.yaml"), "-n")
+    assert "Nothing to be done" in proc.stdout + proc.stderr, proc.stdout[-2000:]
+    return work
+
+
+def test_a_damaged_records_file_reruns_its_tables_which_fail_naming_it(finished_run, tmp_path):
+    """A records file cut mid-line, short of a line, or with a line twice: the tables that read
+    it rerun (nothing else), and fail naming the file and the first bad line or problem; the
+    stale tables are not left standing as if current. Restored, the tables rebuild as before."""
+    work = _damage_copy(finished_run, tmp_path)
+    results = work / "results" / "test"
+    records = results / "eval" / "toy" / "untrained" / "seed0" / "zero_shot.heldout.jsonl"
+    original = records.read_bytes()
+    lines = original.splitlines(keepends=True)
+    table4 = (results / "tables" / "table4_ci.csv").read_text()
+    damages = {
+        "cut": (original[: len(original) // 2], "the last line has no newline"),
+        "deleted": (b"".join(lines[:3] + lines[4:]), "1 problem(s) of its split (40) missing"),
+        "duplicated": (original + lines[0], f":{len(lines) + 1}: problem "),
+    }
+    for name, (damaged, message) in damages.items():
+        records.write_bytes(damaged)
+        proc = snakemake(work, "--configfile", str(ROOT / "config" / "test.yaml"), check=False)
+        out = proc.stdout + proc.stderr
+        assert proc.returncode != 0, (name, out[-2000:])
+        assert f"{records.relative_to(work)}" in out and message in out, (name, out[-3000:])
+        assert "rule train" not in out and "rule evaluate" not in out  # only what reads the file reruns
+    records.write_bytes(original)
+    snakemake(work, "--configfile", str(ROOT / "config" / "test.yaml"))
+    assert (results / "tables" / "table4_ci.csv").read_text() == table4
+
+
+def test_a_gap_in_a_cells_metrics_fails_the_report_naming_the_step(finished_run, tmp_path):
+    work = _damage_copy(finished_run, tmp_path)
+    metrics = work / "results" / "test" / "train" / "toy" / "agon" / "seed0" / "metrics.jsonl"
+    lines = metrics.read_text().splitlines(keepends=True)
+    assert len(lines) >= 2
+    metrics.write_text("".join(lines[1:]))  # step 0 lost
+    proc = snakemake(work, "--configfile", str(ROOT / "config" / "test.yaml"), check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and f"{metrics.relative_to(work)}:1: step 0 missing" in out, out[-3000:]
+    assert "rule train" not in out
+
+
 def _planned_jobs(proc) -> dict[str, int]:
     """{rule: count} from the `Job stats:` block of a dry run."""
     stats = (proc.stdout + proc.stderr).split("Job stats:")[-1].split("Reasons:")[0]

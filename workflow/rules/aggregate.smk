@@ -20,6 +20,7 @@ localrules:
 rule table:
     input:
         cells=table_cells,
+        splits=lambda wc: list(table_splits(wc).values()),
         reported=ROOT / "config" / "reported.yaml",
     output:
         csv=report(f"{R}/tables/{{table}}.csv", caption="../report/table.rst", category="Tables",
@@ -31,6 +32,7 @@ rule table:
     params:
         spec=table_spec,
         records=table_records,
+        records_stat=lambda wc: fingerprint(table_records(wc)),  # a damaged records file reruns the table
         prefix=lambda wc, output: output.csv.removesuffix(".csv"),
     log:
         f"{R}/logs/tables/{{table}}.log",
@@ -67,6 +69,7 @@ rule report:
         figure_table=f"{R}/tables/{FIG7A_TABLE}.csv",
         fig7b=f"{R}/figures/fig7b.png",
         cells=all_cells,
+        metrics=all_metrics,
         reported=ROOT / "config" / "reported.yaml",
     output:
         report=f"{R}/report.md",
@@ -78,6 +81,7 @@ rule report:
         spec=lambda wc: spec_json(config),
         prefix=lambda wc, output: output.fig7a.removesuffix(".png"),
         provenance=lambda wc, input: [f"{c}/provenance.json" for c in input.cells],
+        provenance_stat=lambda wc: fingerprint([f"{c}/provenance.json" for c in all_cells(wc)]),
     log:
         f"{R}/logs/report.log",
     conda:
@@ -85,4 +89,4 @@ rule report:
     shell:
         "agon report --spec {params.spec:q} --tables {input.tables} --figure-table {input.figure_table} "
         "--figure-prefix {params.prefix} --fig7b {input.fig7b} --reported {input.reported} "
-        "--provenance {params.provenance} --out {output.report} > {log} 2>&1"
+        "--provenance {params.provenance} --metrics {input.metrics} --out {output.report} > {log} 2>&1"

@@ -279,6 +279,29 @@ def table_cells(wc):
     return cells_of(wc.table)
 
 
+def fingerprint(paths):
+    """Size and mtime of each file: a rule param that changes when any of them is rewritten, cut
+    short or deleted, so what reads them reruns (and checks them). A file inside another job's
+    directory() output cannot be an input of its own, and Snakemake dates such a directory by
+    its .snakemake_timestamp, not by its files. Stat only: hashing every records file at
+    every DAG build would cost minutes at paper scale."""
+    from agon.io import stable_hash
+
+    stats = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+            stats.append([path, st.st_size, st.st_mtime_ns])
+        except FileNotFoundError:
+            stats.append([path, None])
+    return stable_hash(stats)
+
+
+def table_splits(wc):
+    """{benchmark: split file} of every benchmark a table reads: its records are checked against them."""
+    return {b: benchmark_path(b) for b in dict.fromkeys(b for _, b in table_needs(wc.table))}
+
+
 def table_spec(wc):
     t = config["tables"][wc.table]
     if is_design(wc.table):
@@ -295,6 +318,7 @@ def table_spec(wc):
         "picks": {row: picks[row] for row in t["rows"] if row in picks},
         "paper_models": {m: config["models"][m].get("paper_model") for m in table_models(wc.table)},
         "absent_models": [m for m in t["models"] if m not in config["models"]],
+        "splits": table_splits(wc),
         **({"unisolated_code": True} if unisolated else {}),  # the note below says so
     })
 
@@ -302,6 +326,13 @@ def table_spec(wc):
 def all_cells(wc):
     cells = {cell for table in config["tables"] for cell in cells_of(table)}
     return sorted(cells | {os.path.dirname(p) for p in figure_records()})
+
+
+def all_metrics(wc):
+    """Every trained cell's per-step metrics (the report checks each: every step once)."""
+    cells = [Path(c) for c in all_cells(wc)]
+    return sorted({f"{R}/train/{c.parts[-3]}/{c.parts[-2]}/{c.parts[-1]}/metrics.jsonl"
+                   for c in cells if c.parts[-2] != UNTRAINED})
 
 
 def base_priority(wc):
@@ -358,7 +389,22 @@ def curve_inputs(wc):
             "snapshots": f"{cell}/snapshots", "adapters": f"{cell}/adapters",
             "evals": f"{R}/eval/{wc.model}/{curve_method(wc.row)}/seed{wc.seed}",
             "untrained": f"{R}/eval/{wc.model}/{UNTRAINED}/seed{wc.seed}",
+            **({"select_on": benchmark_path(figure_select_on())} if curve_candidates(wc.row) else {}),
             **sandbox_check_for([config["benchmarks"][FIG7B["benchmark"]]["dataset"]])}
+
+
+def curve_candidates(row):
+    return config.get("picks", {}).get(row)
+
+
+def curve_records(wc):
+    """The evaluation records a curve job reads: step 0, the final step, a pick's candidates."""
+    candidates = curve_candidates(wc.row)
+    bench, select_on = FIG7B["benchmark"], figure_select_on()
+    files = [records_path(wc.model, FIG7B["step0"], wc.seed, bench)]
+    files += [records_path(wc.model, e, wc.seed, b) for e in (candidates or [wc.row])
+              for b in ([bench, select_on] if candidates else [bench])]
+    return files
 
 
 def curve_spec(wc, input, output):
@@ -377,6 +423,7 @@ def curve_spec(wc, input, output):
         "adapters": adapter_names(method),
         "benchmark": FIG7B["benchmark"],
         "benchmark_path": input.benchmark,
+        "select_on_path": input.get("select_on"),
         "problems": FIG7B["problems"],
         "snapshots": input.snapshots,
         "adapter_dir": input.adapters,

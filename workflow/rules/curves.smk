@@ -13,6 +13,7 @@ rule curve:
         f"{R}/curves/{{model}}/{{row}}/seed{{seed}}.jsonl",
     params:
         spec=curve_spec,
+        records_stat=lambda wc: fingerprint(curve_records(wc)),  # a damaged records file reruns the curve
     threads: config["threads"]
     resources:
         **rule_resources("curve"),

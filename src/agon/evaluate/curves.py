@@ -53,7 +53,7 @@ def choose_evaluation(spec: dict) -> tuple[str, str | None]:
         return spec["evaluation"], None
     select_on = spec["select_on"]
     files = [str(Path(spec["eval_dir"]) / f"{c}.{select_on}.jsonl") for c in spec["candidates"]]
-    index = tables.index_records(files)
+    index = tables.index_records(files, {select_on: spec["select_on_path"]})  # checked against its split
     chosen = tables.pick(index, spec["model"], spec["candidates"], spec["seed"], select_on)
     return chosen, f"{chosen} on {select_on}"
 
@@ -77,14 +77,17 @@ def snapshot_steps(snapshots_dir) -> list[int]:
 def run_curve(spec: dict, log=print, sampler_factory=None) -> list[dict]:
     from ..verify.grading import Grader
     from . import protocols
+    from .records import read_records
 
     bench = spec["benchmark"]
-    problems = subset(io.read_jsonl(spec["benchmark_path"]), spec["problems"])
+    split = io.read_jsonl(spec["benchmark_path"])
+    split_ids = [p["id"] for p in split]  # the evaluation records read below are checked against it
+    problems = subset(split, spec["problems"])
     ids = [p["id"] for p in problems]
     evaluation, selected = choose_evaluation(spec)
     ev = spec["evaluations"][evaluation]
     step0 = spec["step0"]
-    first = io.read_jsonl(Path(step0["eval_dir"]) / f"{step0['evaluation']}.{bench}.jsonl")
+    first = read_records(Path(step0["eval_dir"]) / f"{step0['evaluation']}.{bench}.jsonl", split_ids)
     points = [point(spec, step0["evaluation"], 0, restrict(first, ids, step0["evaluation"]),
                     f"untrained base ({step0['evaluation']} records)", None)]
     total = int(io.read_json(Path(spec["adapter_dir"]) / "train_summary.json")["steps"])
@@ -98,7 +101,7 @@ def run_curve(spec: dict, log=print, sampler_factory=None) -> list[dict]:
         records = protocols.run(ev["protocol"], ev["policies"], problems, sample, fmt, grader)
         points.append(point(spec, evaluation, step, records, "snapshot", selected))
         log(f"{spec['row']} step {step}/{total}: {points[-1]['k']}/{len(records)} correct")
-    final = io.read_jsonl(Path(spec["eval_dir"]) / f"{evaluation}.{bench}.jsonl")
+    final = read_records(Path(spec["eval_dir"]) / f"{evaluation}.{bench}.jsonl", split_ids)
     points.append(point(spec, evaluation, total, restrict(final, ids, evaluation),
                         "final adapters (evaluation records)", selected))
     io.write_jsonl(spec["out"], points)

@@ -128,11 +128,22 @@ def summarize(records: list[dict]) -> dict:
     }
 
 
-def index_records(paths: list[str]) -> dict[tuple, list[dict]]:
-    """{(model, evaluation, seed, benchmark): records} from records files."""
+def index_records(paths: list[str], splits: dict[str, str] | None = None) -> dict[tuple, list[dict]]:
+    """{(model, evaluation, seed, benchmark): records} from records files.
+
+    `splits` ({benchmark: split file}, what the workflow passes) checks each file against
+    its benchmark's split first (agon.evaluate.records): a damaged file stops the table,
+    named, instead of shrinking a row.
+    """
+    from ..evaluate.records import read_records, split_ids
+
+    ids_of = {b: split_ids(path) for b, path in (splits or {}).items()}
     index = {}
     for path in paths:
-        records = io.read_jsonl(path)
+        benchmark = Path(path).name.removesuffix(".jsonl").rsplit(".", 1)[-1]
+        if splits is not None and benchmark not in ids_of:
+            raise ValueError(f"{path}: benchmark {benchmark!r} has no split file in the table's spec")
+        records = read_records(path, ids_of[benchmark]) if splits is not None else io.read_jsonl(path)
         if not records:
             raise ValueError(f"{path}: no evaluation records")
         first = records[0]
@@ -444,7 +455,7 @@ def to_tex(title: str, rows: list[dict], spec: dict, label: str) -> str:
 
 def write_table(spec: dict, record_files: list[str], out_prefix: Path, reported_path=None) -> list[dict]:
     """Rows from records; <out_prefix>.csv, .md and .tex written atomically."""
-    index = index_records(record_files)
+    index = index_records(record_files, spec.get("splits"))
     rows = build_rows(spec, index)
     if reported_path and spec.get("paper"):
         add_paper_columns(rows, spec, reported_mod.load_reported(reported_path))

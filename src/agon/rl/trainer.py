@@ -29,6 +29,7 @@ from tqdm import tqdm
 from .. import io, precision, prompts
 from ..generate import Backend, make_backend
 from ..models import LoraPolicies
+from ..evaluate.records import check_steps
 from ..verify.grading import Grader
 from . import methods as methods_mod
 from .advantages import group_advantages
@@ -290,6 +291,11 @@ class Trainer:
             log(f"resumed from {checkpoint_path} at step {self.step}/{total}")
         history = [r for r in (io.read_jsonl(metrics_path) if metrics_path.exists() else [])
                    if r["step"] < self.step]
+        try:  # a resumed run's record must reach its checkpoint's step, with no gap
+            check_steps(metrics_path, history, self.step)
+        except ValueError as e:
+            raise ValueError(f"cannot resume from {checkpoint_path}: {e}. Delete {checkpoint_path.parent} "
+                             "to train this cell from step 0") from None
         io.write_jsonl(metrics_path, history)  # drop steps logged after the checkpoint
         per_step = self.cfg["problems_per_step"]
         every = self.cfg["checkpoint_every"]
