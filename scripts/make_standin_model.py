@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import string
 import sys
 from pathlib import Path
 
@@ -60,21 +59,9 @@ STEPS, BATCH, LR, SEED = 700, 16, 3e-3, 20261201
 
 
 def build_tokenizer():
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
+    from agon.toy.tokenizer import build_chat_tokenizer
 
-    vocab = {t: i for i, t in enumerate(SPECIALS + THINK_TOKENS + ["<unk>"])}
-    for ch in string.printable:
-        vocab.setdefault(ch, len(vocab))
-    core = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    core.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
-    core.decoder = decoders.Fuse()
-    core.add_special_tokens(SPECIALS)
-    core.add_tokens(THINK_TOKENS)
-    tok = PreTrainedTokenizerFast(tokenizer_object=core, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                  unk_token="<unk>")
-    tok.chat_template = QWEN3_STYLE_TEMPLATE
-    return tok
+    return build_chat_tokenizer(SPECIALS, THINK_TOKENS, QWEN3_STYLE_TEMPLATE)
 
 
 # --- generated supervision: the output shape, on problems unlike the stand-in datasets' ---------

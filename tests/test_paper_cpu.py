@@ -145,3 +145,23 @@ def test_every_cell_trained_its_steps_through_chat_prompts(results, config):
     draft = json.loads(next(open(results / "eval" / "qwen3-1.7b-code" / "untrained" / "seed0"
                                  / "zero_shot.code_heldout.jsonl")))
     assert draft["stages"][0]["prompt_tokens"] > 400  # character tokens: the instructions and examples
+
+
+def test_the_committed_stand_in_is_what_the_script_builds():
+    """tests/data/paper_cpu/models/qwen3-tiny: scripts/make_standin_model.py's tokenizer, template
+    and architecture (its weights come from the script's seeded fit, not re-run here: ~7 min)."""
+    import importlib.util
+
+    from transformers import AutoConfig, AutoTokenizer
+
+    spec = importlib.util.spec_from_file_location("make_standin_model", ROOT / "scripts" / "make_standin_model.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    path = ROOT / "tests" / "data" / "paper_cpu" / "models" / "qwen3-tiny"
+    built, saved = script.build_tokenizer(), AutoTokenizer.from_pretrained(path)
+    assert built.get_vocab() == saved.get_vocab() and built.chat_template == saved.chat_template
+    assert "enable_thinking" in saved.chat_template and "<think>" in saved.chat_template
+    config = AutoConfig.from_pretrained(path)
+    arch = {k: v for k, v in script.ARCH.items() if k != "rope_theta"}  # transformers 5: in rope_parameters
+    assert config.model_type == "qwen3" and all(getattr(config, k) == v for k, v in arch.items())
+    assert config.rope_parameters["rope_theta"] == script.ARCH["rope_theta"]

@@ -125,22 +125,11 @@ SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<start_of_turn>", "<
 def local_tokenizer(tmp_path: Path, template: str):
     """A character-level fast tokenizer with ChatML specials, saved and loaded back as
     models.load_base loads one (AutoTokenizer.from_pretrained on a directory)."""
-    import string
+    from transformers import AutoTokenizer
 
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
-    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+    from agon.toy.tokenizer import build_chat_tokenizer
 
-    vocab = {t: i for i, t in enumerate(SPECIALS + ["<think>", "</think>", "<unk>"])}
-    for ch in string.printable:
-        vocab.setdefault(ch, len(vocab))
-    core = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    core.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
-    core.decoder = decoders.Fuse()
-    core.add_special_tokens(SPECIALS)
-    core.add_tokens(["<think>", "</think>"])  # as in Qwen3: added tokens, not special ones
-    tok = PreTrainedTokenizerFast(tokenizer_object=core, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                  unk_token="<unk>")
-    tok.chat_template = template
+    tok = build_chat_tokenizer(SPECIALS, ["<think>", "</think>"], template)  # as in Qwen3: added, not special
     tok.save_pretrained(tmp_path)
     return AutoTokenizer.from_pretrained(tmp_path)
 

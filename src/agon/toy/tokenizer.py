@@ -33,3 +33,22 @@ def build_tokenizer() -> PreTrainedTokenizerFast:
         padding_side="left",  # decoder-only generation pads on the left
     )
     return tok
+
+
+def build_chat_tokenizer(specials: list[str], added: list[str], template: str) -> PreTrainedTokenizerFast:
+    """A character-level tokenizer for a chat stand-in: printable ASCII, `specials` as special
+    tokens (ChatML's: the first is the pad, the third the end of turn), `added` as plain added
+    tokens (Qwen3's <think> pair), and `template` as its chat template.
+    Used by scripts/make_standin_model.py (config/paper_cpu.yaml's Qwen3 stand-in) and the
+    chat-template tests."""
+    vocab = {t: i for i, t in enumerate(specials + added + [UNK])}
+    for ch in string.printable:
+        vocab.setdefault(ch, len(vocab))
+    core = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
+    core.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
+    core.decoder = decoders.Fuse()
+    core.add_special_tokens(specials)
+    core.add_tokens(added)
+    tok = PreTrainedTokenizerFast(tokenizer_object=core, eos_token=specials[2], pad_token=specials[0], unk_token=UNK)
+    tok.chat_template = template
+    return tok
