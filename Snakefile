@@ -42,4 +42,7 @@ rule all:
     input:
         expand(f"{R}/tables/{{table}}.{{ext}}", table=config["tables"], ext=["csv", "md", "tex"]),
         f"{R}/report.md",
+        # targets of their own, so that a deleted one is rebuilt (Snakemake does not rebuild a
+        # missing file that only an up-to-date job reads)
+        lambda wc: [f"{R}/figures/training_{m}.{ext}" for m in trained_models(wc) for ext in ("png", "pdf")],
     default_target: True

@@ -60,7 +60,7 @@ def test_every_table_and_figure_paper_yaml_writes(results, config):
     for table in paper["tables"]:
         for ext in ("csv", "md", "tex"):
             assert (results / "tables" / f"{table}.{ext}").stat().st_size > 0, (table, ext)
-    for figure in ("fig7a.png", "fig7b.png", "fig7b.csv"):
+    for figure in ("fig7a.png", "fig7b.png", "fig7b.csv", *(f"training_{m}.png" for m in config["models"])):
         assert (results / "figures" / figure).stat().st_size > 0
     report = (results / "report.md").read_text()
     assert all(table in report for table in paper["tables"])

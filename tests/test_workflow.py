@@ -149,7 +149,7 @@ def test_a_damaged_records_file_reruns_its_tables_which_fail_naming_it(finished_
         out = proc.stdout + proc.stderr
         assert proc.returncode != 0, (name, out[-2000:])
         assert f"{records.relative_to(work)}" in out and message in out, (name, out[-3000:])
-        assert "rule train" not in out and "rule evaluate" not in out  # only what reads the file reruns
+        assert "rule train:" not in out and "rule evaluate:" not in out  # only what reads the file reruns
     records.write_bytes(original)
     snakemake(work, "--configfile", str(ROOT / "config" / "test.yaml"))
     assert (results / "tables" / "table4_ci.csv").read_text() == table4
@@ -164,7 +164,7 @@ def test_a_gap_in_a_cells_metrics_fails_the_report_naming_the_step(finished_run,
     proc = snakemake(work, "--configfile", str(ROOT / "config" / "test.yaml"), check=False)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and f"{metrics.relative_to(work)}:1: step 0 missing" in out, out[-3000:]
-    assert "rule train" not in out
+    assert "rule train:" not in out
 
 
 def _planned_jobs(proc) -> dict[str, int]:
@@ -250,6 +250,25 @@ def test_figure_7b_from_snapshots(finished_run):
     assert main["selected"] == agon[-1]["selected"]
     records = _records(results, "agon", chosen)[: fig["problems"]]
     assert int(agon[-1]["k"]) == sum(r["correct"] for r in records)
+
+
+def test_training_curves_of_every_trained_model_rebuild_from_metrics_alone(finished_run):
+    """A training-curves figure per model with trained cells, listed in the report; deleted, it
+    comes back from the metrics files alone (no training job reruns)."""
+    results = finished_run / "results" / "test"
+    figures = results / "figures"
+    assert {p.name for p in figures.glob("training_*.png")} == {"training_toy.png", "training_toy_code.png"}
+    report = (results / "report.md").read_text()
+    assert "Training curves of toy:" in report and "Training curves of toy_code:" in report
+    (figures / "training_toy.png").unlink()
+    proc = snakemake(finished_run, "--configfile", str(ROOT / "config" / "test.yaml"), "-n")
+    assert _planned_jobs(proc) == {"training_curves": 1, "report": 1, "all": 1}, proc.stdout[-3000:]
+    snakemake(finished_run, "--configfile", str(ROOT / "config" / "test.yaml"))
+    assert (figures / "training_toy.png").stat().st_size > 0
+    # the step metrics the panels read: grad norm per adapter, clip fraction, truncated share
+    record = json.loads((results / "train" / "toy" / "agon" / "seed0" / "metrics.jsonl").read_text().splitlines()[0])
+    assert set(record["grad_norm"]) <= {"A", "B"}
+    assert all({"clip_fraction", "truncated_share"} <= set(s) or "loss" not in s for s in record["streams"].values())
 
 
 def test_snakemake_html_report(finished_run):

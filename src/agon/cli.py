@@ -163,8 +163,15 @@ def cmd_train(args) -> None:
     _check_resume_key(ckpt_dir, key)
     metrics = Path(args.metrics)
     t0 = time.time()
+    loggers = None
+    if spec.get("loggers"):
+        from .rl.loggers import Loggers
+
+        loggers = Loggers(spec["loggers"], Path(spec["log_dir"]), spec["run_name"],
+                          {"config_hash": io.stable_hash(spec), "seed": spec["seed"]},
+                          resume_step=_checkpoint_step(ckpt_dir / "checkpoint.pt"), warn=_log)
     trainer.fit(problems, ckpt_dir / "metrics.jsonl", ckpt_dir / "checkpoint.pt", log=_log,
-                stop_after=args.stop_after, snapshot_dir=ckpt_dir / "snapshots")
+                stop_after=args.stop_after, snapshot_dir=ckpt_dir / "snapshots", loggers=loggers)
     total = trainer.plan(problems)[1]
     if trainer.terminated and trainer.step < total:
         # Slurm's warning before SIGKILL (preemption, time limit): fail, so the retry resumes.
@@ -187,6 +194,15 @@ def cmd_train(args) -> None:
     if args.snapshots:
         _publish_snapshots(ckpt_dir / "snapshots", Path(args.snapshots), spec["train"].get("snapshot_every"), total)
     io.write_json(ckpt_dir / "resume_key.json", {**key, "finished": True})
+
+
+def _checkpoint_step(path: Path) -> int:
+    """The step a checkpoint resumes at (0 without one): where a logger's resumed record starts."""
+    if not path.exists():
+        return 0
+    import torch
+
+    return int(torch.load(path, weights_only=False)["step"])
 
 
 def _publish_snapshots(src: Path, out: Path, every: int | None, total: int) -> None:
@@ -311,6 +327,19 @@ def cmd_figure7b(args) -> None:
                  ["method", "model", "seed", "step", "k", "n", "evaluation", "selected", "source"])
 
 
+def cmd_training_curves(args) -> None:
+    """One model's per-step training curves from its cells' metrics.jsonl files (each checked)."""
+    from .evaluate.records import read_steps
+    from .report import figures
+
+    cells = {}
+    for path in args.metrics:  # results/<run>/train/<model>/<method>/seed<s>/metrics.jsonl
+        p = Path(path)
+        steps = io.read_json(p.parent / "adapters" / "train_summary.json")["steps"]
+        cells[(p.parent.parent.name, int(p.parent.name.removeprefix("seed")))] = read_steps(p, steps)
+    figures.cell_training_curves(args.model, cells, args.out_prefix)
+
+
 def cmd_report(args) -> None:
     """Figure 7a from the main table's rows, then report.md over every table."""
     import csv
@@ -350,6 +379,10 @@ def cmd_report(args) -> None:
                          "only the paper's numbers are shown for them.")
     figs = {"Figure 7a: pass@1 (95% CI) against mean final-stage length; "
             "hollow markers: the paper's Qwen3-0.6B numbers": rel(f"{fig_prefix}.png")}
+    for png in args.training or []:
+        model = Path(png).stem.removeprefix("training_")
+        figs[f"Training curves of {model}: per step, every cell (colour) and role (line style), from "
+             f"metrics.jsonl"] = rel(png)
     if args.fig7b:
         figs["Figure 7b: held-out pass@1 (95% CI band) of adapter snapshots during training; step 0 is "
              "the untrained base, the last point the final adapters (points: figures/fig7b.csv)"] = rel(args.fig7b)
@@ -442,8 +475,15 @@ def main(argv=None) -> None:
     p.add_argument("--provenance", nargs="*", default=[], help="provenance.json files of the cells")
     p.add_argument("--fig7b", default=None, help="Figure 7b's png, listed in the report")
     p.add_argument("--metrics", nargs="*", default=[], help="trained cells' metrics.jsonl, checked step by step")
+    p.add_argument("--training", nargs="*", default=[], help="training-curves figures (png), listed in the report")
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("training-curves", help="one model's per-step training curves from metrics.jsonl")
+    p.add_argument("--model", required=True)
+    p.add_argument("--metrics", nargs="+", required=True, help="the model's cells' metrics.jsonl")
+    p.add_argument("--out-prefix", required=True)
+    p.set_defaults(func=cmd_training_curves)
 
     p = sub.add_parser("curve", help="Figure 7b: evaluate one row's adapter snapshots of one cell")
     p.add_argument("--spec", required=True)

@@ -14,6 +14,7 @@ report: "../report/workflow.rst"
 localrules:
     table,
     figure_7b,
+    training_curves,
     report,
 
 
@@ -63,6 +64,25 @@ rule figure_7b:
         "agon figure7b --points {input.curves} --out-prefix {params.prefix} > {log} 2>&1"
 
 
+rule training_curves:
+    input:
+        metrics=model_metrics,
+    output:
+        png=report(f"{R}/figures/training_{{model}}.png", caption="../report/training.rst", category="Figures",
+                   labels={"figure": "training curves {model}", "format": "png"}),
+        pdf=report(f"{R}/figures/training_{{model}}.pdf", caption="../report/training.rst", category="Figures",
+                   labels={"figure": "training curves {model}", "format": "pdf"}),
+    params:
+        prefix=lambda wc, output: output.png.removesuffix(".png"),
+    log:
+        f"{R}/logs/figures/training_{{model}}.log",
+    conda:
+        CPU_ENV
+    shell:
+        "agon training-curves --model {wildcards.model} --metrics {input.metrics} --out-prefix {params.prefix} "
+        "> {log} 2>&1"
+
+
 rule report:
     input:
         tables=expand(f"{R}/tables/{{table}}.md", table=config["tables"]),
@@ -70,6 +90,7 @@ rule report:
         fig7b=f"{R}/figures/fig7b.png",
         cells=all_cells,
         metrics=all_metrics,
+        training=lambda wc: [f"{R}/figures/training_{m}.png" for m in trained_models(wc)],
         reported=ROOT / "config" / "reported.yaml",
     output:
         report=f"{R}/report.md",
@@ -89,4 +110,5 @@ rule report:
     shell:
         "agon report --spec {params.spec:q} --tables {input.tables} --figure-table {input.figure_table} "
         "--figure-prefix {params.prefix} --fig7b {input.fig7b} --reported {input.reported} "
-        "--provenance {params.provenance} --metrics {input.metrics} --out {output.report} > {log} 2>&1"
+        "--provenance {params.provenance} --metrics {input.metrics} --training {input.training} "
+        "--out {output.report} > {log} 2>&1"

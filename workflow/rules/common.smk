@@ -169,6 +169,10 @@ def train_spec(wc):
         "threads": config["threads"],
         "precision": config["precision"],
         **generation_spec(),
+        # only when set, so that the jobs of a config without loggers keep their params
+        # (files under results/<run>/loggers/: not declared outputs, like checkpoints)
+        **({"loggers": config["loggers"], "run_name": f"{RUN}/{wc.model}/{wc.method}/seed{wc.seed}",
+            "log_dir": f"{R}/loggers/{wc.model}/{wc.method}/seed{wc.seed}"} if config.get("loggers") else {}),
     })
 
 
@@ -333,6 +337,15 @@ def all_metrics(wc):
     cells = [Path(c) for c in all_cells(wc)]
     return sorted({f"{R}/train/{c.parts[-3]}/{c.parts[-2]}/{c.parts[-1]}/metrics.jsonl"
                    for c in cells if c.parts[-2] != UNTRAINED})
+
+
+def trained_models(wc=None):
+    """Models with at least one trained cell in this run (each gets a training-curves figure)."""
+    return sorted({Path(m).parts[-4] for m in all_metrics(wc)})
+
+
+def model_metrics(wc):
+    return [m for m in all_metrics(wc) if Path(m).parts[-4] == wc.model]
 
 
 def base_priority(wc):

@@ -327,3 +327,88 @@ def training_curves(points: list[dict], out_prefix, title: str) -> tuple[str, st
         ax.legend(loc="best", frameon=True, title="bands: 95% CI", title_fontsize=7)
         fig.tight_layout()
         return _save(fig, out_prefix)
+
+
+# --- per-step training curves of every cell (from metrics.jsonl) ---------------------------
+
+def _mean_or_none(values) -> float | None:
+    values = list(values)
+    return statistics.fmean(values) if values else None
+
+
+# (panel title, level, reader). "stream" panels read one stream's stats and draw a line per
+# role (policy, drafter, challenger: whichever adapter held it that step); "step" panels read
+# the whole step record (grad norm: the mean over the adapters updated that step).
+TRAINING_PANELS = [
+    ("reward", "stream", lambda s: s["reward"]),
+    ("pass rate", "stream", lambda s: s["pass_rate"]),
+    ("mean completion length (tokens)", "stream", lambda s: s["mean_length"]),
+    ("challenger conversion rate", "stream", lambda s: s.get("conversion_rate")),
+    ("dropped zero-variance groups (share)", "stream", lambda s: s["dropped_groups"] / max(1, s["groups"])),
+    ("truncated completions (share)", "stream", lambda s: s["truncated"] / max(1, s["rollouts"])),
+    ("clip fraction", "stream", lambda s: s.get("clip_fraction")),
+    ("grad norm (before clipping)", "step", lambda r: _mean_or_none((r.get("grad_norm") or {}).values())),
+    ("learning rate", "step", lambda r: r.get("lr")),
+]
+ROLE_STYLES = {"policy": "-", "drafter": "-", "challenger": "--", "step": "-"}
+
+
+def _series(history: list[dict], level: str, read) -> dict[str, tuple[list[int], list[float]]]:
+    """{role (or "step"): (steps, values)} of one cell's metrics for one panel, where the value exists."""
+    out: dict[str, tuple[list[int], list[float]]] = {}
+    for record in history:
+        items = ([(stream.split(":")[0], stats) for stream, stats in record.get("streams", {}).items()]
+                 if level == "stream" else [("step", record)])
+        for role, source in items:
+            value = read(source)
+            if value is not None:
+                steps, values = out.setdefault(role, ([], []))
+                steps.append(record["step"])
+                values.append(float(value))
+    return out
+
+
+def _mean_line(lines: list[tuple[list[int], list[float]]]) -> tuple[list[int], list[float]]:
+    """The mean over seeds at each step every seed has."""
+    common = sorted(set.intersection(*(set(s) for s, _ in lines)))
+    by_step = [dict(zip(s, v)) for s, v in lines]
+    return common, [statistics.fmean(d[step] for d in by_step) for step in common]
+
+
+def cell_training_curves(model: str, cells: dict[tuple[str, int], list[dict]], out_prefix) -> tuple[str, str]:
+    """One model's training curves: a panel per metric, a colour per cell (method), a line style
+    per role; with several seeds, each seed thin and their mean thick.
+
+    cells: {(method, seed): metrics.jsonl records}. Writes <out_prefix>.png and .pdf.
+    """
+    title = f"Training curves - {model} (per step, from metrics.jsonl)"
+    with matplotlib.rc_context(_STYLE):
+        if not cells:
+            return _save(_message_figure(title, "no trained cells for this model", "optimizer step", ""), out_prefix)
+        methods = _ordered_unique(m for m, _ in cells)
+        colour = {m: METHOD_COLOURS[i % len(METHOD_COLOURS)] for i, m in enumerate(methods)}
+        cols = 3
+        rows = -(-len(TRAINING_PANELS) // cols)
+        fig = Figure(figsize=(4.2 * cols, 2.7 * rows + 0.9))
+        for i, (name, level, read) in enumerate(TRAINING_PANELS):
+            ax = fig.add_subplot(rows, cols, i + 1)
+            ax.set_title(name)
+            ax.set_xlabel("optimizer step")
+            for method in methods:
+                per_seed = [_series(cells[(m, s)], level, read) for m, s in sorted(cells) if m == method]
+                for role in _ordered_unique(r for series in per_seed for r in series):
+                    lines = [series[role] for series in per_seed if role in series]
+                    several = len(lines) > 1
+                    for steps, values in lines:
+                        ax.plot(steps, values, ROLE_STYLES.get(role, ":"), color=colour[method],
+                                lw=0.7 if several else 1.3, alpha=0.45 if several else 0.9)
+                    if several:
+                        ax.plot(*_mean_line(lines), ROLE_STYLES.get(role, ":"), color=colour[method], lw=2.0)
+        handles = [Line2D([], [], color=colour[m], lw=2, label=m) for m in methods]
+        handles += [Line2D([], [], color="#555555", ls=ls, lw=1.3, label=role)
+                    for role, ls in (("policy / drafter", "-"), ("challenger", "--"))]
+        ncol = min(len(handles), 6)
+        fig.legend(handles=handles, loc="lower center", ncol=ncol, frameon=False)
+        fig.suptitle(title)
+        fig.tight_layout(rect=(0, 0.03 * (-(-len(handles) // ncol)) + 0.01, 1, 0.97))
+        return _save(fig, out_prefix)

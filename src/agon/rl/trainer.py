@@ -33,7 +33,7 @@ from ..evaluate.records import check_steps
 from ..verify.grading import Grader
 from . import methods as methods_mod
 from .advantages import group_advantages
-from .loss import dropped_rollouts_scale, policy_loss, selective_log_softmax
+from .loss import clip_fraction, dropped_rollouts_scale, policy_loss, selective_log_softmax
 
 
 def step_seed(seed: int, step: int, tag: str) -> int:
@@ -219,6 +219,7 @@ class Trainer:
             "generated_tokens": sum(lengths),
             "prefill_tokens": sum(len(c.prompt_ids) for c in stream.completions),
             "truncated": sum(c.truncated for c in stream.completions),
+            "truncated_share": sum(c.truncated for c in stream.completions) / len(stream.completions),
             **stream.info,
         }
         kept = [i for i, k in enumerate(adv.keep) if k]
@@ -245,6 +246,10 @@ class Trainer:
             self.cfg["loss_type"], kept_tokens=int(mask.sum()), all_tokens=stats["generated_tokens"],
             kept_sequences=len(kept), all_sequences=len(stream.completions))
         stats["loss"] = loss.item()
+        # With one gradient step per generation batch the old policy is the current one: the
+        # ratio is 1 and nothing is clipped. Logged so that a multi-step variant shows its clipping.
+        stats["clip_fraction"] = clip_fraction(logp.detach(), logp.detach(), mask, self.cfg["clip_low"],
+                                               self.cfg["clip_high"])
         return loss, stats
 
     def train_step(self, problems: list[dict], schedulers) -> dict:
@@ -254,7 +259,8 @@ class Trainer:
         self.policies.model.eval()
         streams = self.method_fn(ctx, problems)
         updated = set()
-        record = {"step": self.step, "lr": schedulers[self.adapters[0]].get_last_lr()[0], "streams": {}}
+        record = {"step": self.step, "lr": schedulers[self.adapters[0]].get_last_lr()[0], "streams": {},
+                  "grad_norm": {}}
         for stream in streams:
             loss, stats = self._stream_loss(stream)
             record["streams"][f"{stream.role}:{stream.adapter}"] = stats
@@ -262,8 +268,9 @@ class Trainer:
                 loss.backward()
                 updated.add(stream.adapter)
         for name in self.adapters:
-            if name in updated:
-                torch.nn.utils.clip_grad_norm_(self.policies.parameters(name), self.cfg["max_grad_norm"])
+            if name in updated:  # the norm before clipping, as TRL logs it
+                norm = torch.nn.utils.clip_grad_norm_(self.policies.parameters(name), self.cfg["max_grad_norm"])
+                record["grad_norm"][name] = float(norm)
             # An adapter without a loss this step has no gradients; AdamW skips it.
             self.optimizers[name].step()
             self.optimizers[name].zero_grad(set_to_none=True)
@@ -274,7 +281,7 @@ class Trainer:
         return record
 
     def fit(self, problems: list[dict], metrics_path: Path, checkpoint_path: Path, log=print,
-            stop_after: int | None = None, snapshot_dir: Path | None = None) -> list[dict]:
+            stop_after: int | None = None, snapshot_dir: Path | None = None, loggers=None) -> list[dict]:
         """Train to the end of the plan, resuming from `checkpoint_path` when it exists.
 
         `stop_after` ends the process early after that many steps in this call
@@ -311,6 +318,8 @@ class Trainer:
                 bar.update(1)
                 io.append_jsonl(metrics_path, record)
                 history.append(record)
+                if loggers is not None:  # TensorBoard / W&B (agon.rl.loggers): they show metrics.jsonl
+                    loggers.log(record)
                 done_here += 1
                 summary = " ".join(
                     f"{k} r={v['reward']:.2f} pass={v['pass_rate']:.2f} len={v['mean_length']:.0f}"
@@ -326,5 +335,7 @@ class Trainer:
                     break
         finally:
             restore_sigterm()
+            if loggers is not None:
+                loggers.close()
         bar.close()
         return history
