@@ -327,16 +327,23 @@ def cmd_figure7b(args) -> None:
                  ["method", "model", "seed", "step", "k", "n", "evaluation", "selected", "source"])
 
 
+def _cell_metrics(path: str) -> list[dict]:
+    """A trained cell's metrics.jsonl, checked to hold each of its steps once (train_summary.json
+    beside its adapters says how many)."""
+    from .evaluate.records import read_steps
+
+    steps = io.read_json(Path(path).parent / "adapters" / "train_summary.json")["steps"]
+    return read_steps(path, steps)
+
+
 def cmd_training_curves(args) -> None:
     """One model's per-step training curves from its cells' metrics.jsonl files (each checked)."""
-    from .evaluate.records import read_steps
     from .report import figures
 
     cells = {}
     for path in args.metrics:  # results/<run>/train/<model>/<method>/seed<s>/metrics.jsonl
-        p = Path(path)
-        steps = io.read_json(p.parent / "adapters" / "train_summary.json")["steps"]
-        cells[(p.parent.parent.name, int(p.parent.name.removeprefix("seed")))] = read_steps(p, steps)
+        cell = Path(path).parent
+        cells[(cell.parent.name, int(cell.name.removeprefix("seed")))] = _cell_metrics(path)
     figures.cell_training_curves(args.model, cells, args.out_prefix)
 
 
@@ -346,12 +353,10 @@ def cmd_report(args) -> None:
 
     from .report import figures, reported, report
 
-    from .evaluate.records import read_steps
-
     spec = _spec(args.spec)
     out = Path(args.out)
-    for path in args.metrics:  # every trained cell's steps, each once (train_summary says how many)
-        read_steps(path, io.read_json(Path(path).parent / "adapters" / "train_summary.json")["steps"])
+    for path in args.metrics:  # every trained cell's steps, each once
+        _cell_metrics(path)
     rows = []
     with open(args.figure_table) as f:
         for r in csv.DictReader(f):
