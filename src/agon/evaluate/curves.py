@@ -88,6 +88,8 @@ def run_curve(spec: dict, log=print, sampler_factory=None) -> list[dict]:
     ev = spec["evaluations"][evaluation]
     step0 = spec["step0"]
     first = read_records(Path(step0["eval_dir"]) / f"{step0['evaluation']}.{bench}.jsonl", split_ids)
+    # read (and checked) before any snapshot is sampled: a damaged file stops the job at once
+    final = read_records(Path(spec["eval_dir"]) / f"{evaluation}.{bench}.jsonl", split_ids)
     points = [point(spec, step0["evaluation"], 0, restrict(first, ids, step0["evaluation"]),
                     f"untrained base ({step0['evaluation']} records)", None)]
     total = int(io.read_json(Path(spec["adapter_dir"]) / "train_summary.json")["steps"])
@@ -101,7 +103,6 @@ def run_curve(spec: dict, log=print, sampler_factory=None) -> list[dict]:
         records = protocols.run(ev["protocol"], ev["policies"], problems, sample, fmt, grader)
         points.append(point(spec, evaluation, step, records, "snapshot", selected))
         log(f"{spec['row']} step {step}/{total}: {points[-1]['k']}/{len(records)} correct")
-    final = read_records(Path(spec["eval_dir"]) / f"{evaluation}.{bench}.jsonl", split_ids)
     points.append(point(spec, evaluation, total, restrict(final, ids, evaluation),
                         "final adapters (evaluation records)", selected))
     io.write_jsonl(spec["out"], points)
