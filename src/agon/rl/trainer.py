@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+import torch.utils.checkpoint
 from tqdm import tqdm
 
 from .. import io, precision, prompts
@@ -73,28 +74,67 @@ class StepContext:
         return prompts.summary(text)
 
 
+# A loss pass's micro-batch: padded rows x row length at most this many tokens (config
+# train.loss_micro_batch_tokens). Peak memory follows the micro-batch, not the stream: the
+# forward, its activations and the completion logits of one micro-batch at a time, each
+# backward run at once (the gradient is the one-pass gradient: tests/test_loss_micro_batch.py).
+LOSS_MICRO_BATCH_TOKENS = 16384
+# Rows of completion logits turned into fp32 log-probabilities at a time, recomputed in the
+# backward pass (torch.utils.checkpoint) instead of kept: no fp32 copy of the logits lives on.
+LOGSOFTMAX_CHUNK_TOKENS = 4096
+
+
+def micro_batches(completions, max_tokens: int) -> list[list[int]]:
+    """Indices of `completions` in consecutive groups whose padded size (rows x the longest
+    prompt + completion) stays within `max_tokens` (a single longer row is a group alone)."""
+    groups, current, width = [], [], 0
+    for i, c in enumerate(completions):
+        n = len(c.prompt_ids) + len(c.completion_ids)
+        if current and max(width, n) * (len(current) + 1) > max_tokens:
+            groups.append(current)
+            current, width = [], 0
+        current.append(i)
+        width = max(width, n)
+    if current:
+        groups.append(current)
+    return groups
+
+
+def _token_logps(logits: torch.Tensor, targets: torch.Tensor, temperature: float) -> torch.Tensor:
+    # TRL scales logits by the sampling temperature before the log-softmax.
+    return selective_log_softmax(logits.float() / temperature, targets)
+
+
 def sequence_logps(model, completions, temperature: float, pad_id: int):
-    """Per-token log-probs of each completion given its prompt: (B, T) and mask (B, T)."""
+    """Per-token log-probs of each completion given its prompt: (B, T) and mask (B, T).
+
+    Rows are left-padded, so every completion ends at the last position and the model's
+    head runs only over the last T + 1 positions (`logits_to_keep`; the prompt's logits are
+    never made); position ids count from each row's first real token, as if unpadded. Row
+    i's completion fills the last n_i columns of its row of the result (mask 1 there).
+    """
     rows = [c.prompt_ids + c.completion_ids for c in completions]
     width = max(map(len, rows))
     T = max(len(c.completion_ids) for c in completions)
+    device = next(model.parameters()).device
     ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
     attn = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, r in enumerate(rows):
-        ids[i, :len(r)] = torch.tensor(r)
-        attn[i, :len(r)] = 1
-    logits = model(input_ids=ids, attention_mask=attn).logits.float()
-    # TRL scales logits by the sampling temperature before the log-softmax.
-    logits = logits / temperature
     mask = torch.zeros((len(rows), T))
-    out_rows = []
-    for i, c in enumerate(completions):
-        p, n = len(c.prompt_ids), len(c.completion_ids)
-        targets = ids[i, p:p + n]
-        out_rows.append(selective_log_softmax(logits[i, p - 1:p - 1 + n], targets))
-        mask[i, :n] = 1
-    logp = torch.stack([torch.nn.functional.pad(r, (0, T - r.numel())) for r in out_rows])
-    return logp, mask
+    for i, (r, c) in enumerate(zip(rows, completions)):
+        ids[i, width - len(r):] = torch.tensor(r)
+        attn[i, width - len(r):] = 1
+        mask[i, T - len(c.completion_ids):] = 1
+    positions = (attn.cumsum(-1) - 1).clamp(min=0)
+    ids, attn, positions = ids.to(device), attn.to(device), positions.to(device)
+    logits = model(input_ids=ids, attention_mask=attn, position_ids=positions, logits_to_keep=T + 1).logits
+    logits, targets = logits[:, :-1], ids[:, width - T:]  # the logit at position t predicts token t + 1
+    step = max(1, LOGSOFTMAX_CHUNK_TOKENS // T)
+    parts = []
+    for start in range(0, len(rows), step):
+        chunk = (logits[start:start + step], targets[start:start + step], temperature)
+        parts.append(torch.utils.checkpoint.checkpoint(_token_logps, *chunk, use_reentrant=False)
+                     if logits.requires_grad else _token_logps(*chunk))
+    return torch.cat(parts), mask.to(device)
 
 
 def on_sigterm(callback):
@@ -206,7 +246,7 @@ class Trainer:
         tmp.rename(final)
 
     # --- one step ------------------------------------------------------------
-    def _stream_loss(self, stream: methods_mod.Stream) -> tuple[torch.Tensor | None, dict]:
+    def _stream_loss(self, stream: methods_mod.Stream) -> tuple[bool, dict]:
         adv = group_advantages(stream.rewards, stream.group_ids)
         lengths = [c.length for c in stream.completions]
         stats = {
@@ -224,33 +264,45 @@ class Trainer:
         }
         kept = [i for i, k in enumerate(adv.keep) if k]
         if not kept:
-            return None, stats
+            return False, stats
         completions = [stream.completions[i] for i in kept]
         advantages = torch.tensor(adv.advantages[kept], dtype=torch.float32)
-        with self.policies.use(stream.adapter) as model, precision.autocast(self.precision):
+        budget = self.cfg.get("loss_micro_batch_tokens", LOSS_MICRO_BATCH_TOKENS)
+        loss_value, clipped, tokens = 0.0, 0.0, 0
+        for group in micro_batches(completions, budget):
+            part, mask, clip = self._micro_batch_loss(stream.adapter, [completions[i] for i in group],
+                                                      advantages[group])
+            # Each micro-batch's share of the whole stream's loss: dropped groups still count in
+            # the normaliser, as TRL's zero-advantage rollouts do (a step with few informative
+            # groups is a small step, not one group's noise at full size).
+            part = part * dropped_rollouts_scale(
+                self.cfg["loss_type"], kept_tokens=int(mask.sum()), all_tokens=stats["generated_tokens"],
+                kept_sequences=len(group), all_sequences=len(stream.completions))
+            part.backward()  # the gradient accumulates; this micro-batch's graph is freed
+            loss_value += part.item()
+            clipped, tokens = clipped + clip * int(mask.sum()), tokens + int(mask.sum())
+        stats["loss"] = loss_value
+        # With one gradient step per generation batch the old policy is the current one: the
+        # ratio is 1 and nothing is clipped. Logged so that a multi-step variant shows its clipping.
+        stats["clip_fraction"] = clipped / max(1, tokens)
+        return True, stats
+
+    def _micro_batch_loss(self, adapter: str, completions, advantages):
+        """(the micro-batch's policy loss as policy_loss normalises it, its mask, its clip fraction)."""
+        device = next(self.policies.model.parameters()).device
+        with self.policies.use(adapter) as model, precision.autocast(self.precision, device.type):
             logp, mask = sequence_logps(model, completions, self.sampling["temperature"],
                                         self.tokenizer.pad_token_id)
         ref_logp = None
         if self.cfg["beta"]:
-            with torch.no_grad(), self.policies.use(None) as model, precision.autocast(self.precision):
+            with torch.no_grad(), self.policies.use(None) as model, precision.autocast(self.precision, device.type):
                 ref_logp, _ = sequence_logps(model, completions, self.sampling["temperature"],
                                              self.tokenizer.pad_token_id)
         # One gradient step per generation batch: the old policy is the current one.
-        loss = policy_loss(logp, logp.detach(), advantages, mask, self.cfg["loss_type"],
-                           self.cfg["clip_low"], self.cfg["clip_high"], ref_logp, self.cfg["beta"],
-                           self.sampling["max_new_tokens"])
-        # Dropped groups still count in the normaliser, as TRL's zero-advantage
-        # rollouts do: a step with few informative groups is a small step, not
-        # one group's noise at full size.
-        loss = loss * dropped_rollouts_scale(
-            self.cfg["loss_type"], kept_tokens=int(mask.sum()), all_tokens=stats["generated_tokens"],
-            kept_sequences=len(kept), all_sequences=len(stream.completions))
-        stats["loss"] = loss.item()
-        # With one gradient step per generation batch the old policy is the current one: the
-        # ratio is 1 and nothing is clipped. Logged so that a multi-step variant shows its clipping.
-        stats["clip_fraction"] = clip_fraction(logp.detach(), logp.detach(), mask, self.cfg["clip_low"],
-                                               self.cfg["clip_high"])
-        return loss, stats
+        old = logp.detach()
+        loss = policy_loss(logp, old, advantages.to(device), mask, self.cfg["loss_type"], self.cfg["clip_low"],
+                           self.cfg["clip_high"], ref_logp, self.cfg["beta"], self.sampling["max_new_tokens"])
+        return loss, mask, clip_fraction(old, old, mask, self.cfg["clip_low"], self.cfg["clip_high"])
 
     def train_step(self, problems: list[dict], schedulers) -> dict:
         t0 = time.time()
@@ -262,10 +314,9 @@ class Trainer:
         record = {"step": self.step, "lr": schedulers[self.adapters[0]].get_last_lr()[0], "streams": {},
                   "grad_norm": {}}
         for stream in streams:
-            loss, stats = self._stream_loss(stream)
+            stepped, stats = self._stream_loss(stream)  # its gradient accumulated, micro-batch by micro-batch
             record["streams"][f"{stream.role}:{stream.adapter}"] = stats
-            if loss is not None:
-                loss.backward()
+            if stepped:
                 updated.add(stream.adapter)
         for name in self.adapters:
             if name in updated:  # the norm before clipping, as TRL logs it

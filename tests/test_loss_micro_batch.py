@@ -1,0 +1,98 @@
+"""The loss pass in micro-batches: the gradient equals one pass over the whole stream.
+
+The reference is the one-pass loss as it was (right-padded rows, full-vocabulary logits at
+every position, one backward): the micro-batched pass (left-padded rows, logits at the
+completion positions only, fp32 log-softmax recomputed in backward) must give the same
+adapter gradients, in fp32, to a tolerance, for every loss type and for budgets from one
+row per micro-batch to the whole stream in one.
+"""
+
+import pytest
+import torch
+
+from agon.generate import Completion
+from agon.rl import trainer as trainer_mod
+from agon.rl.loss import LOSS_TYPES, dropped_rollouts_scale, policy_loss, selective_log_softmax
+from test_trainer import TRAIN, _trainer, tiny_base  # noqa: F401  (the fixture)
+
+
+def one_pass_logps(model, completions, temperature, pad_id):
+    """The former sequence_logps: every position's logits, right-padded rows."""
+    rows = [c.prompt_ids + c.completion_ids for c in completions]
+    width, T = max(map(len, rows)), max(len(c.completion_ids) for c in completions)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    attn = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, r in enumerate(rows):
+        ids[i, :len(r)] = torch.tensor(r)
+        attn[i, :len(r)] = 1
+    logits = model(input_ids=ids, attention_mask=attn).logits.float() / temperature
+    mask = torch.zeros((len(rows), T))
+    out = []
+    for i, c in enumerate(completions):
+        p, n = len(c.prompt_ids), len(c.completion_ids)
+        out.append(selective_log_softmax(logits[i, p - 1:p - 1 + n], ids[i, p:p + n]))
+        mask[i, :n] = 1
+    return torch.stack([torch.nn.functional.pad(r, (0, T - r.numel())) for r in out]), mask
+
+
+def stream(seed=0, rows=12):
+    """Rollouts of uneven prompt and completion lengths, with advantages (a few zero)."""
+    g = torch.Generator().manual_seed(seed)
+    completions, advantages = [], []
+    for i in range(rows):
+        p, n = int(torch.randint(3, 30, (1,), generator=g)), int(torch.randint(1, 25, (1,), generator=g))
+        prompt = torch.randint(4, 60, (p,), generator=g).tolist()
+        comp = torch.randint(4, 60, (n,), generator=g).tolist()
+        completions.append(Completion("", "", prompt, comp, False))
+        advantages.append(0.0 if i % 5 == 0 else float(torch.randn(1, generator=g)))
+    return completions, torch.tensor(advantages)
+
+
+def grads(trainer, adapter):
+    return {n: p.grad.detach().clone() for n, p in trainer.policies.model.named_parameters()
+            if p.grad is not None and f".{adapter}." in n}
+
+
+@pytest.mark.parametrize("loss_type", LOSS_TYPES)
+def test_micro_batched_gradient_equals_the_one_pass_gradient(tiny_base, loss_type):  # noqa: F811
+    torch.manual_seed(0)
+    trainer = _trainer(tiny_base, {"kind": "grpo", "group_size": 4})
+    trainer.cfg = {**TRAIN, "loss_type": loss_type}
+    completions, adv = stream()
+    pad = trainer.tokenizer.pad_token_id
+    temperature = trainer.sampling["temperature"]
+    all_tokens = sum(len(c.completion_ids) for c in completions) + 17  # as if a dropped group's tokens counted
+    all_seqs = len(completions) + 3
+
+    with trainer.policies.use("A") as model:
+        logp, mask = one_pass_logps(model, completions, temperature, pad)
+        ref = policy_loss(logp, logp.detach(), adv, mask, loss_type,
+                          max_completion_length=trainer.sampling["max_new_tokens"])
+        ref = ref * dropped_rollouts_scale(loss_type, int(mask.sum()), all_tokens, len(completions), all_seqs)
+        ref.backward()
+    want = grads(trainer, "A")
+    assert want and any(g.abs().sum() > 0 for g in want.values())
+
+    for budget in (1, 60, 200, 10**6):  # one row each, a few rows, ..., the whole stream at once
+        trainer.policies.model.zero_grad(set_to_none=True)
+        total = 0.0
+        for group in trainer_mod.micro_batches(completions, budget):
+            part, m, _ = trainer._micro_batch_loss("A", [completions[i] for i in group], adv[group])
+            part = part * dropped_rollouts_scale(loss_type, int(m.sum()), all_tokens, len(group), all_seqs)
+            part.backward()
+            total += part.item()
+        assert total == pytest.approx(ref.item(), rel=1e-5, abs=1e-7), budget
+        got = grads(trainer, "A")
+        assert set(got) == set(want)
+        for name in want:
+            torch.testing.assert_close(got[name], want[name], rtol=1e-4, atol=1e-6, msg=f"{name} (budget {budget})")
+
+
+def test_micro_batches_respect_the_token_budget():
+    completions, _ = stream(rows=20)
+    for budget in (1, 50, 120, 400):
+        groups = trainer_mod.micro_batches(completions, budget)
+        assert sorted(i for g in groups for i in g) == list(range(20))  # every row once, in order
+        for g in groups:
+            width = max(len(completions[i].prompt_ids) + len(completions[i].completion_ids) for i in g)
+            assert len(g) == 1 or width * len(g) <= budget
