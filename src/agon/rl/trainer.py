@@ -28,9 +28,9 @@ import torch.utils.checkpoint
 from tqdm import tqdm
 
 from .. import io, precision, prompts
+from ..evaluate.records import check_steps
 from ..generate import Backend, make_backend
 from ..models import LoraPolicies
-from ..evaluate.records import check_steps
 from ..verify.grading import Grader
 from . import methods as methods_mod
 from .advantages import group_advantages
