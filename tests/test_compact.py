@@ -66,10 +66,10 @@ def test_stopped_rows_leave_the_batch_without_changing_the_others(model):
     """Rows that stop are dropped from the batch (and the KV cache); the rest continue exactly."""
     fused = compact.CompactQwen3.from_model(model)
     ids = [[5, 6, 7], [8, 9], [10, 11, 12, 13], [14]]
-    free = compact.sample_ids(fused, ids, GREEDY, eos=-1)  # never stops
+    free = compact.sample_ids(fused, ids, GREEDY, stop_ids=(-1,))  # never stops
     assert all(len(row) == GREEDY["max_new_tokens"] for row in free)
     stop = free[0][3]  # make a token row 0 emits its eos
-    stopped = compact.sample_ids(fused, ids, GREEDY, eos=stop)
+    stopped = compact.sample_ids(fused, ids, GREEDY, stop_ids=(stop,))
     for full, cut in zip(free, stopped):
         expected = full[: full.index(stop) + 1] if stop in full else full
         assert cut == expected

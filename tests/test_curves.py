@@ -36,25 +36,40 @@ def cell(tmp_path):
             "adapters": ["A", "B"], "benchmark": "heldout", "benchmark_path": str(tmp_path / "heldout.jsonl"),
             "problems": 4, "snapshots": str(train / "snapshots"), "adapter_dir": str(train / "adapters"),
             "eval_dir": str(evals), "step0": {"evaluation": "zero_shot", "eval_dir": str(untrained)},
-            "out": str(tmp_path / "curve.jsonl")}
+            "sampling": {"temperature": 0.6, "top_p": 0.95, "max_new_tokens": 8}, "out": str(tmp_path / "curve.jsonl")}
 
 
 def test_curve_points_and_direction(cell, monkeypatch):
+    """One backend for every snapshot: built once, then pointed at each snapshot's adapters."""
     from agon.evaluate import protocols
 
-    calls = []
+    class Backend:
+        def __init__(self, dirs):
+            self.loaded, self.seeds, self.closed = [dict(dirs)], [], False
 
-    def factory(spec, dirs, seed):
-        calls.append((sorted(dirs.items()), seed))
-        return f"sampler{len(calls)}", "fmt"
+        def load_saved(self, dirs):
+            self.loaded.append(dict(dirs))
+
+        def sample(self, adapter, prompts, sampling, seed):
+            self.seeds.append(seed)
+            return [Path(self.loaded[-1][adapter]).parent.name for _ in prompts]  # "step<k>"
+
+        def close(self):
+            self.closed = True
+
+    built = []
+
+    def factory(spec, dirs, device):
+        built.append(Backend(dirs))
+        return built[-1], "fmt"
 
     def fake_run(protocol, policies, problems, sample, fmt, grader):
         assert (protocol, policies, fmt) == ("cascade", ["B", "A"], "fmt")    # the validation pick: B->A
-        step = {"sampler1": 2, "sampler2": 4}[sample]
+        step = int(sample("B", ["x"], 0)[0].removeprefix("step"))
         return [{"id": p["id"], "correct": int(i < step // 2), "final_length": 5} for i, p in enumerate(problems)]
 
     monkeypatch.setattr(protocols, "run", fake_run)
-    points = curves.run_curve(cell, log=lambda m: None, sampler_factory=factory)
+    points = curves.run_curve(cell, log=lambda m: None, backend_factory=factory)
     assert [(p["step"], p["k"], p["n"], p["evaluation"]) for p in points] == [
         (0, 1, 4, "zero_shot"), (2, 1, 4, "agon_ba"), (4, 2, 4, "agon_ba"), (6, 2, 4, "agon_ba")]
     assert [p["source"] for p in points] == ["untrained base (zero_shot records)", "snapshot", "snapshot",
@@ -62,8 +77,10 @@ def test_curve_points_and_direction(cell, monkeypatch):
     assert all(p["selected"] == "agon_ba on validation" for p in points[1:])
     assert [r["id"] for r in points[-1]["records"]] == ["p0", "p1", "p2", "p3"]      # the subset only
     snap = Path(cell["snapshots"])
-    assert calls[0][0] == [("A", str(snap / "step2" / "A")), ("B", str(snap / "step2" / "B"))]
-    assert calls[0][1] != calls[1][1]                    # each snapshot samples with its own seed
+    (backend,) = built                                   # one backend (one vLLM engine) for the job
+    assert backend.loaded == [{a: str(snap / f"step{k}" / a) for a in ("A", "B")} for k in (2, 4)]
+    assert backend.seeds[0] != backend.seeds[1]          # each snapshot samples with its own seed
+    assert backend.closed
     assert io.read_jsonl(cell["out"]) == points
     loaded = curves.load_points([cell["out"]])
     assert [(p["method"], p["step"], p["k"]) for p in loaded] == [("agon", 0, 1), ("agon", 2, 1), ("agon", 4, 2),
@@ -80,7 +97,7 @@ def test_curve_pick_never_reads_heldout(cell):
 
 def test_curve_subset_checks(cell):
     with pytest.raises(ValueError, match="asks for 9 problems but the benchmark split has 6"):
-        curves.run_curve({**cell, "problems": 9}, sampler_factory=None)
+        curves.run_curve({**cell, "problems": 9})
     with pytest.raises(ValueError, match="no records for 1 subset problem"):
         curves.restrict(_recs("x", "heldout", [1]), ["p0", "p7"], "x")
 
@@ -89,4 +106,4 @@ def test_a_damaged_records_file_stops_the_curve_naming_it(cell):
     final = Path(cell["eval_dir"], "agon_ba.heldout.jsonl")
     final.write_text("".join(final.read_text().splitlines(keepends=True)[1:]))  # p0's record lost
     with pytest.raises(ValueError, match=rf"{final}: 1 problem\(s\) of its split \(6\) missing, first 'p0'"):
-        curves.run_curve(cell, log=lambda m: None, sampler_factory=lambda *a: ("s", "f"))
+        curves.run_curve(cell, log=lambda m: None, backend_factory=lambda *a: ("s", "f"))

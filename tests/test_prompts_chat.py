@@ -165,14 +165,29 @@ def test_qwen3_instructed_drops_the_empty_think_block(tmp_path):
     assert fmt.prefill_removed == "<think>\n\n</think>\n\n"
 
 
-def test_qwen35_prefilled_think_is_left_to_the_model(tmp_path):
+def test_qwen35_prefilled_think_stays_in_the_prompt_and_opens_every_completion(tmp_path):
+    """Qwen3.5's template opens <think> itself: the model reasons on from there and need not
+    write <think>. The prefill stays in the prompt and is put back in front of each completion's
+    text, so a well-formed answer that never wrote <think> is well-formed, and its summary and
+    answer read as they should."""
+    from agon.generate import Completion
+
     tok = local_tokenizer(tmp_path, QWEN35_LIKE)
     raw = tok.apply_chat_template([{"role": "user", "content": "q"}], tokenize=False,
                                   add_generation_prompt=True, enable_thinking=True)
     assert raw.endswith("<|im_start|>assistant\n<think>\n")
     fmt = PromptFormat("chat", tok, thinking="native")
-    assert fmt.plain(PROBLEM) == CHATML_PLAIN
-    assert fmt.prefill_removed == "<think>\n"
+    assert fmt.plain(PROBLEM) == CHATML_PLAIN + "<think>\n"
+    assert fmt.prefill == "<think>\n" and fmt.prefill_removed == ""
+    generated = "12*13 = 156.</think>We split 12 x 13 = 120 + 36 = 156.<answer>156</answer>"
+    assert not prompts.format_ok(generated)  # as the model wrote it, the opener is the template's
+    (done,) = fmt.completed([Completion("p", generated, [1, 2], [7, 8, 9], truncated=False)])
+    assert done.text == "<think>\n" + generated and done.completion_ids == [7, 8, 9]
+    assert prompts.format_ok(done.text) and prompts.extract_answer(done.text) == "156"
+    assert prompts.summary(done.text) == "We split 12 x 13 = 120 + 36 = 156."
+    # a template without a prefill leaves completions as they are
+    plain = PromptFormat("chat", local_tokenizer(tmp_path / "q3", QWEN3_LIKE), thinking="native")
+    assert plain.completed([done]) == [done]
 
 
 def test_self_refine_reads_its_own_attempt_through_the_same_prompt(tmp_path):

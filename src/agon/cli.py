@@ -35,16 +35,21 @@ def _log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
-def _device(spec: dict, what: str) -> dict | None:
-    """A GPU job (vLLM generation: it needs CUDA) checks its GPU, driver and torch's CUDA build
-    before any model loads, and stops with what to fix (agon.gpu_check); None for a CPU job."""
-    if (spec.get("generation") or {}).get("backend") != "vllm":
-        return None
+def _device(spec: dict, what: str) -> tuple[str, dict]:
+    """(device, its record) of a train, evaluate or curve job (agon.device: config `device`).
+
+    A CUDA job checks its GPU, driver and torch's CUDA build before any model loads,
+    and stops with what to fix (agon.gpu_check)."""
+    from . import device as devices
+
+    device = devices.resolve(spec)
+    if device == "cpu":
+        return device, {"type": "cpu"}
     from .gpu_check import require_gpu
 
-    device = require_gpu(what)
-    _log(f"GPU: {device['name']} (driver {device['driver']}, torch {device['torch']} for CUDA {device['torch_cuda']})")
-    return device
+    gpu = require_gpu(what)
+    _log(f"GPU: {gpu['name']} (driver {gpu['driver']}, torch {gpu['torch']} for CUDA {gpu['torch_cuda']})")
+    return device, {"type": "cuda", **gpu}
 
 
 def cmd_prepare(args) -> None:
@@ -147,12 +152,15 @@ def cmd_train(args) -> None:
     from .rl.trainer import Trainer
     from .verify.grading import Grader
 
+    from .device import limit_trainer_memory
+
     spec = _spec(args.spec)
     _threads(spec["threads"])
-    device = _device(spec, f"train job {args.out}")
-    base, tokenizer, fmt = load_for_job(spec)
+    where, device = _device(spec, f"train job {args.out}")
+    limit_trainer_memory(spec["train"].get("gpu_memory_fraction"), where)
+    base, tokenizer, fmt = load_for_job(spec, device=where)
     problems = io.read_jsonl(args.train)
-    resolved = precision.resolve(spec.get("precision", "fp32"))
+    resolved = precision.resolve(spec.get("precision", "fp32"), where)
     trainer = Trainer(base, tokenizer, fmt, spec["train"], spec["method"], spec["sampling"], spec["seed"],
                       precision_name=resolved,
                       backend_factory=lambda model: make_backend(spec, model, tokenizer, resolved),
@@ -242,10 +250,10 @@ def cmd_evaluate(args) -> None:
 
     spec = _spec(args.spec)
     _threads(spec["threads"])
-    device = _device(spec, f"evaluate job {spec['out_dir']}")
+    where, device = _device(spec, f"evaluate job {spec['out_dir']}")
     adapter_dirs = {n: str(Path(spec["adapter_dir"]) / n) for n in spec["adapters"]}
-    sample, fmt = protocols.sampler_for(spec, adapter_dirs, spec["seed"])
-    resolved = precision.resolve(spec.get("precision", "fp32"))  # recorded in provenance.json
+    sample, fmt = protocols.sampler_for(spec, adapter_dirs, spec["seed"], where)
+    resolved = precision.resolve(spec.get("precision", "fp32"), where)  # recorded in provenance.json
     resume = Path(args.resume_dir)
     resume.mkdir(parents=True, exist_ok=True)
     summary = {}
@@ -262,9 +270,11 @@ def cmd_evaluate(args) -> None:
             r.update(evaluation=name, model=spec["model"], seed=spec["seed"], benchmark=bench)
         io.write_jsonl(done, records)
         k = sum(r["correct"] for r in records)
+        skipped = sum("skipped" in s for r in records for s in r["stages"])
         summary[f"{name}.{bench}"] = {"k": k, "n": len(records), "grader": grader.counts,
-                                      "sandbox": grader.mechanism}
-        _log(f"{name} on {bench}: {k}/{len(records)} correct; grader {grader.counts}")
+                                      "sandbox": grader.mechanism, "skipped_stages": skipped}
+        _log(f"{name} on {bench}: {k}/{len(records)} correct; grader {grader.counts}"
+             + (f"; {skipped} stage(s) skipped: prompt longer than the context" if skipped else ""))
     out = Path(spec["out_dir"])
     tmp = out.with_name(out.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -311,8 +321,8 @@ def cmd_curve(args) -> None:
 
     spec = _spec(args.spec)
     _threads(spec["threads"])
-    _device(spec, f"curve job {spec['out']}")
-    curves.run_curve(spec, log=_log)
+    where, _ = _device(spec, f"curve job {spec['out']}")
+    curves.run_curve(spec, log=_log, device=where)
 
 
 def cmd_figure7b(args) -> None:

@@ -184,11 +184,13 @@ def _next_tokens(logits: torch.Tensor, sampling: dict) -> torch.Tensor:
 
 
 @torch.no_grad()
-def sample_ids(model: CompactQwen3, prompt_ids: list[list[int]], sampling: dict, eos: int) -> list[list[int]]:
-    """One completion per prompt (token ids, ending in `eos` when the model stopped).
+def sample_ids(model: CompactQwen3, prompt_ids: list[list[int]], sampling: dict,
+               stop_ids: tuple[int, ...]) -> list[list[int]]:
+    """One completion per prompt (token ids, ending in one of `stop_ids` when the model stopped).
 
     Draws from torch's global generator: the caller seeds it.
     """
+    stops = set(stop_ids)
     B = len(prompt_ids)
     P = max(map(len, prompt_ids))
     max_new = sampling["max_new_tokens"]
@@ -221,7 +223,7 @@ def sample_ids(model: CompactQwen3, prompt_ids: list[list[int]], sampling: dict,
         alive = []
         for slot, (row, tok) in enumerate(zip(rows.tolist(), tokens.tolist())):
             out[row].append(tok)
-            if tok != eos:
+            if tok not in stops:
                 alive.append(slot)
         if not alive or t == max_new - 1:
             break

@@ -14,6 +14,9 @@ class Completion:
     prompt_ids: list[int]
     completion_ids: list[int]  # includes the eos token when the model stopped on its own
     truncated: bool  # hit the completion cap without stopping
+    # Why nothing was sampled (the prompt leaves the context no room), or None. A skipped
+    # completion is graded wrong, left out of the loss and its group's statistics, and counted.
+    skipped: str | None = None
 
     @property
     def length(self) -> int:

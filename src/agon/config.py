@@ -198,6 +198,9 @@ def check_references(config: dict, source: str = "config") -> None:
         problems += _table_problems(name, table, config)
     problems += _figure_problems(config)
     problems += _split_problems(config)
+    from .device import config_problems
+
+    problems += config_problems(config)  # device, backend and the GPU's memory split
     if problems:
         _raise([(_key_of(config, p), p) for p in problems], source)
 

@@ -8,6 +8,13 @@ A backend samples completions for named adapters of one frozen base:
         sampling: {temperature, top_p, max_new_tokens}.
     backend.sync(policies)
         the adapters' weights changed (after an optimizer step, or a resume).
+    backend.load_saved(adapter_dirs)   (a backend built over saved adapters)
+        serve other saved adapters under the same names: one backend, and one vLLM
+        engine, for every snapshot a curve job evaluates.
+    backend.release_memory()           (optional: vLLM with `generation.sleep_during_loss`)
+        the trainer is about to run its loss; the next `sample` takes the memory back.
+Every backend stops a completion on the same tokens (`models.stop_token_ids`), and
+returns a prompt that leaves the context no room as a `skipped` Completion.
 
 `TransformersBackend` (CPU and GPU) samples with transformers' `generate` from
 a plain copy of the base per adapter, with that adapter's LoRA update merged
@@ -42,14 +49,25 @@ class Backend(Protocol):
 
 
 @torch.no_grad()
-def generate(model, tokenizer, prompts: list[str], sampling: dict, seed: int,
-             batch_size: int = 256) -> list[Completion]:
-    """Sample one completion per prompt from `model` with temperature / top-p from `sampling`."""
+def generate(model, tokenizer, prompts: list[str], sampling: dict, seed: int, stop_ids: tuple[int, ...],
+             batch_size: int = 256, max_prompt_tokens: int | None = None) -> list[Completion]:
+    """Sample one completion per prompt from `model` with temperature / top-p from `sampling`,
+    stopping on any of `stop_ids`. A prompt of `max_prompt_tokens` or more is not sampled
+    (`skipped_completion`)."""
+    if not prompts:
+        return []
     torch.manual_seed(seed)
-    out: list[Completion] = []
-    for start in range(0, len(prompts), batch_size):
-        chunk = prompts[start:start + batch_size]
-        enc = tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False)
+    out: list[Completion | None] = [None] * len(prompts)
+    encoded = tokenizer(list(prompts), add_special_tokens=False)["input_ids"]
+    todo = []
+    for i, (prompt, ids) in enumerate(zip(prompts, encoded)):
+        if max_prompt_tokens is not None and len(ids) >= max_prompt_tokens:
+            out[i] = skipped_completion(prompt, ids, max_prompt_tokens)
+        else:
+            todo.append(i)
+    for start in range(0, len(todo), batch_size):
+        chunk = todo[start:start + batch_size]
+        enc = tokenizer([prompts[i] for i in chunk], return_tensors="pt", padding=True, add_special_tokens=False)
         enc = {k: v.to(model.device) for k, v in enc.items()}
         greedy = sampling["temperature"] == 0
         gen = model.generate(
@@ -60,27 +78,36 @@ def generate(model, tokenizer, prompts: list[str], sampling: dict, seed: int,
             top_p=None if greedy else sampling.get("top_p", 1.0),
             top_k=None if greedy else 0,
             pad_token_id=tokenizer.pad_token_id,
-            eos_token_id=tokenizer.eos_token_id,
+            eos_token_id=list(stop_ids),
         )
         width = enc["input_ids"].shape[1]
-        for i, prompt in enumerate(chunk):
-            prompt_ids = enc["input_ids"][i][enc["attention_mask"][i].bool()].tolist()
-            out.append(_completion(tokenizer, prompt, prompt_ids, gen[i, width:].tolist()))
+        for row, i in enumerate(chunk):
+            prompt_ids = enc["input_ids"][row][enc["attention_mask"][row].bool()].tolist()
+            out[i] = _completion(tokenizer, prompts[i], prompt_ids, gen[row, width:].tolist(), stop_ids)
     return out
 
 
-def _completion(tokenizer, prompt: str, prompt_ids: list[int], ids: list[int]) -> Completion:
-    """A Completion from generated ids (cut after the first eos; no eos means truncated)."""
-    eos = tokenizer.eos_token_id
-    stopped = eos in ids
-    ids = ids[: ids.index(eos) + 1] if stopped else ids
-    text = tokenizer.decode([t for t in ids if t != eos], skip_special_tokens=False)
-    return Completion(prompt, text, prompt_ids, ids, truncated=not stopped)
+def skipped_completion(prompt: str, prompt_ids: list[int], max_prompt_tokens: int) -> Completion:
+    """What a backend returns for a prompt that leaves no room to generate: nothing sampled,
+    graded wrong, left out of the loss, and counted (`Completion.skipped`)."""
+    return Completion(prompt, "", list(prompt_ids), [], truncated=False,
+                      skipped=f"prompt of {len(prompt_ids)} tokens, the context holds {max_prompt_tokens}")
+
+
+def _completion(tokenizer, prompt: str, prompt_ids: list[int], ids: list[int],
+                stop_ids: tuple[int, ...]) -> Completion:
+    """A Completion from generated ids: cut after the first stop token, which the text leaves
+    out; no stop token means truncated."""
+    stops = set(stop_ids)
+    end = next((k for k, t in enumerate(ids) if t in stops), None)
+    ids = ids if end is None else ids[: end + 1]
+    text = tokenizer.decode(ids if end is None else ids[:-1], skip_special_tokens=False)
+    return Completion(prompt, text, prompt_ids, ids, truncated=end is None)
 
 
 @torch.no_grad()
 def generate_compact(model: "CompactQwen3", tokenizer, prompts: list[str], sampling: dict, seed: int,
-                     batch_size: int = 256) -> list[Completion]:
+                     stop_ids: tuple[int, ...], batch_size: int = 256) -> list[Completion]:
     """`generate`'s contract, sampled by agon.compact (small Qwen3 models)."""
     from .compact import sample_ids
 
@@ -89,8 +116,8 @@ def generate_compact(model: "CompactQwen3", tokenizer, prompts: list[str], sampl
     for start in range(0, len(prompts), batch_size):
         chunk = prompts[start:start + batch_size]
         prompt_ids = tokenizer(chunk, add_special_tokens=False)["input_ids"]
-        completions = sample_ids(model, prompt_ids, sampling, tokenizer.eos_token_id)
-        out += [_completion(tokenizer, p, ids, c) for p, ids, c in zip(chunk, prompt_ids, completions)]
+        completions = sample_ids(model, prompt_ids, sampling, stop_ids)
+        out += [_completion(tokenizer, p, ids, c, stop_ids) for p, ids, c in zip(chunk, prompt_ids, completions)]
     return out
 
 
@@ -110,14 +137,37 @@ class TransformersBackend:
     evaluation: `models.load_adapters`) or a bare base model (no adapters).
     """
 
-    def __init__(self, model, tokenizer, dtype: torch.dtype = torch.float32):
+    def __init__(self, model, tokenizer, dtype: torch.dtype = torch.float32, max_model_len: int | None = None):
+        """`max_model_len`: the context a job allows (config generation.max_model_len, as vLLM's);
+        a prompt that fills it is skipped. None: no limit (RoPE models extrapolate)."""
+        from .models import stop_token_ids
+
         self.model, self.tokenizer, self.dtype = model, tokenizer, dtype
         self.is_peft = hasattr(model, "peft_config")
+        self.stop_ids = stop_token_ids(tokenizer, model=model)
+        self.max_prompt_tokens = max_model_len
         self._copies: dict[str | None, torch.nn.Module] = {}
         self._stale: set[str | None] = set()
 
     def sync(self, policies=None) -> None:
         self._stale = set(self._copies)
+
+    def load_saved(self, adapter_dirs: dict[str, str]) -> None:
+        """Serve these saved adapters under their names from now on, in place of the loaded ones
+        (the curve job's next snapshot: same names and shapes, no model rebuilt)."""
+        from peft import set_peft_model_state_dict
+        from peft.utils import load_peft_weights
+
+        for name, directory in adapter_dirs.items():
+            if name not in self.model.peft_config:
+                raise ValueError(f"unknown adapter {name!r}; known: {sorted(self.model.peft_config)}")
+            result = set_peft_model_state_dict(self.model, load_peft_weights(directory, device="cpu"),
+                                               adapter_name=name)
+            missing = [k for k in result.missing_keys if f".{name}." in k and "lora_" in k]
+            if missing:
+                raise ValueError(f"adapter {name!r} in {directory}: no tensor for {missing[0]} (and "
+                                 f"{len(missing) - 1} more): not an adapter of this model's shape")
+        self.sync()
 
     def _plain_copy(self) -> torch.nn.Module:
         if self.is_peft:
@@ -155,7 +205,8 @@ class TransformersBackend:
         return plain
 
     def sample(self, adapter: str | None, prompts: list[str], sampling: dict, seed: int) -> list[Completion]:
-        return generate(self.model_for(adapter), self.tokenizer, prompts, sampling, seed)
+        return generate(self.model_for(adapter), self.tokenizer, prompts, sampling, seed, self.stop_ids,
+                        max_prompt_tokens=self.max_prompt_tokens)
 
 
 class CompactBackend:
@@ -169,9 +220,11 @@ class CompactBackend:
     (evaluation: a job then starts ~3 s sooner).
     """
 
-    def __init__(self, *, fuse: Callable[[str | None], "CompactQwen3"], tokenizer,
-                 on_sync: Callable[[], None] | None = None):  # keyword-only: build through the classmethods
-        self._fuse, self.tokenizer, self._on_sync = fuse, tokenizer, on_sync
+    def __init__(self, *, fuse: Callable[[str | None], "CompactQwen3"], tokenizer, stop_ids: tuple[int, ...],
+                 on_sync: Callable[[], None] | None = None, adapter_dirs: dict[str, str] | None = None):
+        # keyword-only: build through the classmethods
+        self._fuse, self.tokenizer, self.stop_ids, self._on_sync = fuse, tokenizer, stop_ids, on_sync
+        self.adapter_dirs = adapter_dirs  # from_saved: the saved adapters `fuse` reads
         self._fused: dict[str | None, "CompactQwen3"] = {}
 
     @classmethod
@@ -181,26 +234,39 @@ class CompactBackend:
         merged = TransformersBackend(model, tokenizer, dtype)
         require_supported((model.get_base_model() if merged.is_peft else model).config.to_dict())  # before any sampling
         return cls(fuse=lambda adapter: CompactQwen3.from_model(merged.model_for(adapter)), tokenizer=tokenizer,
-                   on_sync=merged.sync)
+                   stop_ids=merged.stop_ids, on_sync=merged.sync)
 
     @classmethod
     def from_saved(cls, base_path: str, adapter_dirs: dict[str, str], tokenizer,
                    dtype: torch.dtype = torch.float32, base_dtype: torch.dtype = torch.float32) -> "CompactBackend":
         """`base_dtype`: the base's weights before merging, as `models.load_base` would load them."""
         from .compact import CompactQwen3, require_supported
-        from .models import merge_saved_adapter, read_config, read_weights
+        from .models import merge_saved_adapter, read_config, read_weights, stop_token_ids
 
         config = read_config(base_path)
         require_supported(config)
         base = {name: t.to(base_dtype) for name, t in read_weights(base_path).items()}
 
         def fuse(adapter: str | None) -> CompactQwen3:
-            if adapter is not None and adapter not in adapter_dirs:
-                raise ValueError(f"unknown adapter {adapter!r}; known: {sorted(adapter_dirs)}")
-            weights = merge_saved_adapter(base, adapter_dirs[adapter]) if adapter is not None else base
+            dirs = backend.adapter_dirs
+            if adapter is not None and adapter not in dirs:
+                raise ValueError(f"unknown adapter {adapter!r}; known: {sorted(dirs)}")
+            weights = merge_saved_adapter(base, dirs[adapter]) if adapter is not None else base
             return CompactQwen3(config, {name: t.to(dtype) for name, t in weights.items()})
 
-        return cls(fuse=fuse, tokenizer=tokenizer)
+        backend = cls(fuse=fuse, tokenizer=tokenizer, stop_ids=stop_token_ids(tokenizer, base_path),
+                      adapter_dirs=dict(adapter_dirs))
+        return backend
+
+    def load_saved(self, adapter_dirs: dict[str, str]) -> None:
+        """Serve these saved adapters from now on (the curve job's next snapshot), on the same base."""
+        if self.adapter_dirs is None:
+            raise ValueError("this compact backend samples a live model's adapters; it reads no saved ones")
+        unknown = sorted(set(adapter_dirs) - set(self.adapter_dirs))
+        if unknown:
+            raise ValueError(f"unknown adapter {unknown[0]!r}; known: {sorted(self.adapter_dirs)}")
+        self.adapter_dirs.update(adapter_dirs)
+        self._fused.clear()
 
     def sync(self, policies=None) -> None:
         if self._on_sync:
@@ -210,7 +276,7 @@ class CompactBackend:
     def sample(self, adapter: str | None, prompts: list[str], sampling: dict, seed: int) -> list[Completion]:
         if adapter not in self._fused:
             self._fused[adapter] = self._fuse(adapter)
-        return generate_compact(self._fused[adapter], self.tokenizer, prompts, sampling, seed)
+        return generate_compact(self._fused[adapter], self.tokenizer, prompts, sampling, seed, self.stop_ids)
 
 
 def make_backend(spec: dict, model, tokenizer, resolved_precision: str,
@@ -228,7 +294,8 @@ def make_backend(spec: dict, model, tokenizer, resolved_precision: str,
     generation = spec.get("generation") or {}
     backend = generation.get("backend", "transformers")
     if backend == "transformers":
-        return TransformersBackend(model, tokenizer, precision.dtype(resolved_precision))
+        return TransformersBackend(model, tokenizer, precision.dtype(resolved_precision),
+                                   max_model_len=generation.get("max_model_len"))
     if backend == "compact":
         if adapter_dirs is not None:
             return CompactBackend.from_saved(spec["base_path"], adapter_dirs, tokenizer,
@@ -236,9 +303,10 @@ def make_backend(spec: dict, model, tokenizer, resolved_precision: str,
                                              getattr(torch, base_dtype(spec)))
         return CompactBackend.over_model(model, tokenizer, precision.dtype(resolved_precision))
     if backend == "vllm":
-        from .vllm_backend import VllmBackend, engine_config
+        from .vllm_backend import VllmBackend
 
-        engine, root = engine_config(generation), generation.get("adapter_root")
+        # the whole section: engine_kwargs keeps the engine arguments and reads our own keys
+        engine, root = generation, generation.get("adapter_root")
         if adapter_dirs is not None:
             return VllmBackend.from_adapter_dirs(spec["base_path"], tokenizer, adapter_dirs, engine,
                                                  adapter_root=root)

@@ -59,13 +59,39 @@ def load_tokenizer(path: str):
     return tokenizer
 
 
+def stop_token_ids(tokenizer, base_path: str | Path | None = None, model=None) -> tuple[int, ...]:
+    """Every token id that ends a completion, sorted: the tokenizer's eos and the eos ids of the
+    model's generation config (`model.generation_config`, else the base directory's
+    generation_config.json), an int or a list there.
+
+    The two differ in the paper's models: Qwen3's tokenizer ends on `<|im_end|>` and its
+    generation config adds `<|endoftext|>`; Gemma-4's adds its end of turn, `<turn|>`. vLLM
+    (0.33, `SamplingParams.update_from_generation_config`) stops on the generation config's ids
+    as well, so every backend stops on, and cuts off, this same set.
+    """
+    ids = set() if tokenizer.eos_token_id is None else {int(tokenizer.eos_token_id)}
+    configured = None
+    if model is not None and getattr(model, "generation_config", None) is not None:
+        configured = model.generation_config.eos_token_id
+    elif base_path is not None and (Path(base_path) / "generation_config.json").exists():
+        import json
+
+        configured = json.loads((Path(base_path) / "generation_config.json").read_text()).get("eos_token_id")
+    if configured is not None:
+        ids |= {int(configured)} if isinstance(configured, int) else {int(i) for i in configured}
+    if not ids:
+        raise ValueError("neither the tokenizer nor the generation config names an eos token: "
+                         "completions could never stop")
+    return tuple(sorted(ids))
+
+
 def base_dtype(spec: dict) -> str:
     """The dtype a job's base weights are held in (`models.<m>.dtype`, default float32)."""
     return spec.get("dtype", "float32")
 
 
-def load_for_job(spec: dict, weights: bool = True):
-    """(base, tokenizer, PromptFormat) of a train/evaluate/curve job's spec.
+def load_for_job(spec: dict, weights: bool = True, device: str = "cpu"):
+    """(base, tokenizer, PromptFormat) of a train/evaluate/curve job's spec, the base on `device`.
 
     `weights=False` skips the model (base is None): a job that samples with vLLM or
     the compact sampler's saved-file path needs only the tokenizer and the prompt
@@ -77,20 +103,39 @@ def load_for_job(spec: dict, weights: bool = True):
         tokenizer = load_tokenizer(spec["base_path"])
         return None, tokenizer, PromptFormat(spec["prompt_style"], tokenizer, thinking=spec.get("thinking"))
     base, tokenizer = load_base(spec["base_path"], base_dtype(spec))
+    base.to(device)  # LoRA layers peft adds later are made on their base layer's device
     if spec.get("attn_implementation"):
         # `eager` beats SDPA on CPU for the toy model's short sequences (benchmarks/train_speed.py)
         base.set_attn_implementation(spec["attn_implementation"])
     return base, tokenizer, PromptFormat(spec["prompt_style"], tokenizer, thinking=spec.get("thinking"))
 
 
-def lora_config(lora: dict):
+def lora_targets(model, names: list[str]):
+    r"""peft's `target_modules` for the module names `names` on `model`.
+
+    A plain causal LM gets the names as they are. A model with other towers beside its
+    language model gets a pattern that keeps LoRA inside the language model: for Gemma-4,
+    transformers' AutoModelForCausalLM builds Gemma4ForConditionalGeneration, whose vision
+    and audio encoders hold `q_proj`, ... as Gemma4ClippableLinear, which peft refuses
+    ("Target module ... is not supported"). The pattern has the form of peft's own default
+    for gemma4 (peft 0.21.2, utils/constants.py: r".*language_model\..*\.(q_proj|v_proj)"),
+    fully matched against each module's path.
+    """
+    if model is None or not any(".language_model." in f".{path}." for path, _ in model.named_modules()):
+        return list(names)
+    import re
+
+    return r".*language_model\..*\.(" + "|".join(re.escape(n) for n in names) + ")"
+
+
+def lora_config(lora: dict, model=None):
     from peft import LoraConfig
 
     return LoraConfig(
         r=lora["rank"],
         lora_alpha=lora["alpha"],
         lora_dropout=0.0,
-        target_modules=lora["target_modules"],
+        target_modules=lora_targets(model, lora["target_modules"]),
         task_type="CAUSAL_LM",
     )
 
@@ -115,7 +160,7 @@ class LoraPolicies:
         from peft import get_peft_model
 
         torch.manual_seed(seed)
-        config = lora_config(lora)
+        config = lora_config(lora, base)
         self.names = names
         self.model = get_peft_model(base, config, adapter_name=names[0])
         for name in names[1:]:

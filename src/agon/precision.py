@@ -19,8 +19,9 @@ import torch
 CHOICES = ("auto", "bf16", "fp32")
 
 
-def hardware_bf16() -> bool:
-    if torch.cuda.is_available():
+def hardware_bf16(device: str = "cpu") -> bool:
+    """Native bf16 on the job's device: compute capability >= 8.0 on CUDA, AVX512-BF16 / AMX on a CPU."""
+    if device == "cuda":
         return torch.cuda.is_bf16_supported()
     try:
         return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
@@ -28,12 +29,16 @@ def hardware_bf16() -> bool:
         return False
 
 
-def resolve(name: str) -> str:
-    """'bf16' or 'fp32' for a configured `precision`."""
+def resolve(name: str, device: str = "cpu") -> str:
+    """'bf16' or 'fp32' for a configured `precision` on the job's device ('cpu' | 'cuda')."""
     if name not in CHOICES:
         raise ValueError(f"precision: {name!r} is not one of {CHOICES}")
     if name == "auto":
-        return "bf16" if hardware_bf16() else "fp32"
+        return "bf16" if hardware_bf16(device) else "fp32"
+    if name == "bf16" and device == "cuda" and not torch.cuda.is_bf16_supported():
+        raise ValueError(f"precision: bf16, but this GPU ({torch.cuda.get_device_name(0)}) has no bf16 "
+                         "(compute capability below 8.0): use a newer GPU (resources.<rule>.gpu_model) "
+                         "or precision: auto")
     return name
 
 

@@ -156,11 +156,14 @@ class PromptFormat:
                   other tags: the system prompt (CHAT_SYSTEM, identical in both
                   modes) tells it to write <think> ... </think> as text; a
                   template with an enable_thinking switch gets enable_thinking=False.
-    In both modes the generation prompt ends at the assistant header: when the
-    template itself writes an opened `<think>` (Qwen3.5, DeepSeek-R1 style) or
-    an empty closed block (Qwen3 with thinking off) after it, that is removed,
-    so the completion always carries the whole structure that format_ok,
-    summary and extract_answer parse. `prefill_removed` records what was cut.
+    What the template writes after the assistant header:
+      * an empty closed block (Qwen3 with thinking off): removed, so that the
+        model writes its own reasoning block as instructed (`prefill_removed`);
+      * an opened `<think>` (Qwen3.5, DeepSeek-R1 style): kept, since the model
+        was trained to reason on from there and may never write `<think>` itself.
+        It is the `prefill`: `completed` puts it back in front of every
+        completion's text, so format_ok, summary and extract_answer parse the
+        whole structure (the loss still scores only the generated tokens).
 
     A template that rejects the system role (some Gemma templates raise) gets
     the system text as the first paragraph of the user message instead
@@ -179,6 +182,7 @@ class PromptFormat:
             raise ValueError(f"unknown prompt style {style!r}; known: toy, chat")
         self.style, self.tokenizer, self.thinking = style, tokenizer, thinking
         self.prefill_removed = ""
+        self.prefill = ""
         self.system_role = True
         if style == "toy":
             if thinking is not None:
@@ -213,10 +217,21 @@ class PromptFormat:
         if not isinstance(text, str):
             raise TypeError(f"apply_chat_template(tokenize=False) returned {type(text).__name__}, not str")
         m = _PREFILLED_THINK_RE.search(text)
-        if m:
+        if m and THINK_CLOSE in m.group(0):
             self.prefill_removed = m.group(0)
             text = text[: m.start()]
+        elif m:
+            self.prefill = text[m.start():]
         return text
+
+    def completed(self, completions: list) -> list:
+        """`completions` (generate.Completion) with the template's prefill in front of each text:
+        what the model's turn reads as, for parsing and grading (ids are untouched)."""
+        if not self.prefill:
+            return completions
+        import dataclasses
+
+        return [dataclasses.replace(c, text=self.prefill + c.text) for c in completions]
 
     def _chat(self, user: str) -> str:
         return self._render(user, self.system_role)

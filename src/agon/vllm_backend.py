@@ -70,7 +70,10 @@ GPU_ENV = "envs/gpu.yaml"
 VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 
 # Keys of the `generation` config section that are ours, not vLLM engine args.
-NON_ENGINE_KEYS = ("backend", "adapter_root")
+#   sleep_during_loss: the engine sleeps (level 1: its weights to CPU memory, its KV cache
+#   dropped) while the trainer runs its loss, and wakes at the next `sample`; vLLM's
+#   `enable_sleep_mode` is then set. The trainer can then use the memory the engine held.
+NON_ENGINE_KEYS = ("backend", "adapter_root", "sleep_during_loss")
 
 
 def import_vllm():
@@ -111,10 +114,14 @@ def engine_kwargs(base_path: str | os.PathLike, lora_rank: int, engine: dict,
     Defaults, each overridable from `engine`:
       * enable_lora, max_loras=2 (A and B), max_lora_rank = rank rounded up to
         vLLM's allowed set;
-      * generation_config="vllm": ignore the model's generation_config.json, so
-        no default temperature/top_k and no extra eos ids leak in; the stop
-        rule is then the transformers backend's (the tokenizer's eos only);
-      * enable_prefix_caching: group rollouts repeat one prompt.
+      * generation_config="vllm": no default temperature/top_k of the model's
+        generation_config.json reaches a request. It does NOT keep that file's
+        eos ids out: vLLM 0.33 adds them to every request's stop ids
+        (`SamplingParams.update_from_generation_config`, called by the input
+        processor with the model config's generation config). The backend passes
+        the same set itself (`models.stop_token_ids`) and cuts any of them off;
+      * enable_prefix_caching: group rollouts repeat one prompt;
+      * enable_sleep_mode when `sleep_during_loss` is set (VllmBackend.release_memory).
     """
     kw = {
         "model": str(base_path),
@@ -128,6 +135,8 @@ def engine_kwargs(base_path: str | os.PathLike, lora_rank: int, engine: dict,
         "enable_prefix_caching": True,
     }
     kw.update(engine_config(engine))
+    if engine.get("sleep_during_loss"):
+        kw["enable_sleep_mode"] = True
     if kw["max_lora_rank"] not in VLLM_LORA_RANKS or kw["max_lora_rank"] < lora_rank:
         raise ValueError(f"max_lora_rank={kw['max_lora_rank']} must be one of {VLLM_LORA_RANKS} "
                          f"and at least the adapters' rank {lora_rank}")
@@ -176,7 +185,9 @@ def sampling_params_kwargs(sampling: dict, seed: int, stop_token_ids: Iterable[i
 def to_completion(prompt: str, request_output, eos_ids: Iterable[int], tokenizer) -> Completion:
     """A `Completion` from one vLLM `RequestOutput` (vllm/outputs.py) with n=1.
 
-    Uses `prompt_token_ids` and `outputs[0].token_ids` / `.finish_reason`.
+    Uses `prompt_token_ids` and `outputs[0].token_ids` / `.finish_reason` / `.stop_reason`.
+    `eos_ids` is every stop id (`models.stop_token_ids`); the one that ended the
+    completion stays in `completion_ids` (it is trained on) and out of the text.
     vLLM keeps the stop token in `token_ids` (v1 scheduler: the sampled token is
     appended, then `check_stop` ends the request), so `completion_ids` ends with
     eos when the model stopped on its own. The engine checks the length cap
@@ -190,6 +201,10 @@ def to_completion(prompt: str, request_output, eos_ids: Iterable[int], tokenizer
         raise ValueError(f"expected one completion per request (n=1), got {len(outputs)}")
     out = outputs[0]
     ids = list(out.token_ids)
+    # `stop_reason` names the stop token id when a stop_token_ids entry (not the primary eos) ended it
+    stopped_by = getattr(out, "stop_reason", None)
+    if isinstance(stopped_by, int):
+        eos_ids.add(stopped_by)
     ends_on_eos = bool(ids) and ids[-1] in eos_ids
     if out.finish_reason == "stop":
         truncated = False
@@ -300,12 +315,18 @@ class VllmBackend:
         import_vllm()
         from vllm import LLM
 
+        from .models import read_config, stop_token_ids
+
         self.tokenizer = tokenizer
-        if tokenizer.eos_token_id is None:
-            raise ValueError("the tokenizer has no eos token: completions could never stop")
-        self.eos_ids = (int(tokenizer.eos_token_id),)
+        self.eos_ids = stop_token_ids(tokenizer, base_path)
+        kwargs = engine_kwargs(base_path, int(lora["rank"]), engine or {}, max_loras)
+        self.sleeps = bool(kwargs.get("enable_sleep_mode"))
+        self.sleeping = False
+        # vLLM refuses (VLLMValidationError) a prompt longer than its context; such a prompt
+        # is skipped here instead, so one over-long rival summary cannot end a training step
+        self.max_prompt_tokens = kwargs.get("max_model_len") or read_config(base_path).get("max_position_embeddings")
         self.versions = AdapterVersions(adapter_root)
-        self.llm = LLM(**engine_kwargs(base_path, int(lora["rank"]), engine or {}, max_loras))
+        self.llm = LLM(**kwargs)
 
     @classmethod
     def from_adapter_dirs(cls, base_path, tokenizer, adapter_dirs: dict[str, str | os.PathLike],
@@ -318,9 +339,17 @@ class VllmBackend:
         ranks = [adapter_rank(d) for d in adapter_dirs.values()] or [1]
         backend = cls(base_path, tokenizer, {"rank": max(ranks)}, engine, adapter_root,
                       max_loras=max(1, len(adapter_dirs)))
-        for name, d in adapter_dirs.items():
-            backend.versions.register(name, d)
+        backend.load_saved(adapter_dirs)
         return backend
+
+    def load_saved(self, adapter_dirs: dict[str, str | os.PathLike]) -> None:
+        """Serve these saved adapters from now on, on the same engine (the curve job's next
+        snapshot): each is registered under a fresh version, and the one it replaces is
+        dropped from the engine."""
+        for name, d in adapter_dirs.items():
+            old = self.versions.register(name, d)
+            if old is not None:
+                self._forget(old)
 
     # --- Backend protocol ---
     def sync(self, policies) -> None:
@@ -334,19 +363,41 @@ class VllmBackend:
         """One completion per prompt through `adapter` (None: the bare base)."""
         from vllm import SamplingParams
 
+        from .generate import skipped_completion
+
         if not prompts:
             return []
+        if self.sleeping:
+            self.llm.wake_up()
+            self.sleeping = False
         lora_request = None if adapter is None else self.lora_request(adapter)
         prompt_ids = self.tokenizer(list(prompts), add_special_tokens=False)["input_ids"]
-        params = [SamplingParams(**sampling_params_kwargs(sampling, s, self.eos_ids))
-                  for s in request_seeds(seed, len(prompts))]
+        seeds = request_seeds(seed, len(prompts))  # by position in the call, skipped prompts included
+        limit = self.max_prompt_tokens
+        fits = [i for i, ids in enumerate(prompt_ids) if limit is None or len(ids) < limit]
+        params = [SamplingParams(**sampling_params_kwargs(sampling, seeds[i], self.eos_ids)) for i in fits]
         # Token prompts (vllm.inputs.TokensPrompt): vLLM sees exactly the ids the
         # trainer scores, with no special tokens added by a second tokenization.
-        outputs = self.llm.generate([{"prompt_token_ids": ids} for ids in prompt_ids], params,
-                                    use_tqdm=False, lora_request=lora_request)
-        if len(outputs) != len(prompts):
-            raise RuntimeError(f"vLLM returned {len(outputs)} outputs for {len(prompts)} prompts")
-        return [to_completion(p, o, self.eos_ids, self.tokenizer) for p, o in zip(prompts, outputs)]
+        outputs = self.llm.generate([{"prompt_token_ids": prompt_ids[i]} for i in fits], params,
+                                    use_tqdm=False, lora_request=lora_request) if fits else []
+        if len(outputs) != len(fits):
+            raise RuntimeError(f"vLLM returned {len(outputs)} outputs for {len(fits)} prompts")
+        out = [skipped_completion(p, ids, limit) for p, ids in zip(prompts, prompt_ids)]
+        for i, o in zip(fits, outputs):
+            out[i] = to_completion(prompts[i], o, self.eos_ids, self.tokenizer)
+        return out
+
+    def release_memory(self) -> None:
+        """With `sleep_during_loss`: the engine sleeps (level 1) while the trainer runs its loss.
+
+        vllm/entrypoints/llm.py (0.33): `LLM.sleep(level=1)` moves the weights to CPU memory
+        and drops the KV cache (and with it the prefix cache); `wake_up()` brings the weights
+        back. The base never changes, so level 1 is exact; adapters are re-published after
+        the step anyway.
+        """
+        if self.sleeps and not self.sleeping:
+            self.llm.sleep(level=1)
+            self.sleeping = True
 
     # --- helpers ---
     def lora_request(self, adapter: str):

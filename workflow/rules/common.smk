@@ -130,9 +130,10 @@ def job_env(wc=None):
     return GPU_ENV if config.get("generation", {}).get("backend") == "vllm" else CPU_ENV
 
 
-def generation_spec():
-    """The `generation` section, when the config has one (absent: the transformers backend)."""
-    return {"generation": config["generation"]} if "generation" in config else {}
+def compute_spec():
+    """Where and how a job computes: the `generation` section and `device`, each when the config
+    has it (absent: the transformers backend; device auto, src/agon/device.py)."""
+    return {k: config[k] for k in ("generation", "device") if k in config}
 
 
 def rule_resources(family):
@@ -168,7 +169,7 @@ def train_spec(wc):
         "seed": int(wc.seed),
         "threads": config["threads"],
         "precision": config["precision"],
-        **generation_spec(),
+        **compute_spec(),
         # only when set, so that the jobs of a config without loggers keep their params
         # (files under results/<run>/loggers/: not declared outputs, like checkpoints)
         **({"loggers": config["loggers"], "run_name": f"{RUN}/{wc.model}/{wc.method}/seed{wc.seed}",
@@ -225,7 +226,7 @@ def eval_spec(wc, input, output):
         "seed": int(wc.seed),
         "threads": config["threads"],
         "precision": config["precision"],
-        **generation_spec(),
+        **compute_spec(),
     })
 
 
@@ -445,6 +446,6 @@ def curve_spec(wc, input, output):
         "sampling": model_sampling(wc.model, "eval"),
         "threads": config["threads"],
         "precision": config["precision"],
-        **generation_spec(),
+        **compute_spec(),
         "out": output[0],
     })

@@ -11,7 +11,8 @@ benchmark split, which is itself a seeded draw):
   snapshots     each adapter snapshot the training job saved every
                 `train.snapshot_every` steps (train/<model>/<method>/seed<s>/snapshots/
                 step<k>/), evaluated here with the row's protocol through the same
-                `protocols.run` and `protocols.sampler_for` as `agon evaluate`.
+                `protocols.run` and `protocols.open_backend` as `agon evaluate`; one backend
+                (one vLLM engine) serves every snapshot, each loaded in turn.
   final step    the trained adapters: the row's records from the cell's own
                 evaluation job, restricted to the subset (no new sampling).
 
@@ -74,7 +75,10 @@ def snapshot_steps(snapshots_dir) -> list[int]:
     return [int(s) for s in io.read_json(manifest)["steps"]]
 
 
-def run_curve(spec: dict, log=print, sampler_factory=None) -> list[dict]:
+def run_curve(spec: dict, log=print, backend_factory=None, device: str = "cpu") -> list[dict]:
+    """The row's points; every snapshot is sampled through ONE backend (one vLLM engine), which
+    `load_saved` points at each snapshot's adapters in turn. `backend_factory(spec, dirs, device)`
+    -> (backend, fmt) defaults to protocols.open_backend."""
     from ..verify.grading import Grader
     from . import protocols
     from .records import read_records
@@ -93,16 +97,24 @@ def run_curve(spec: dict, log=print, sampler_factory=None) -> list[dict]:
     points = [point(spec, step0["evaluation"], 0, restrict(first, ids, step0["evaluation"]),
                     f"untrained base ({step0['evaluation']} records)", None)]
     total = int(io.read_json(Path(spec["adapter_dir"]) / "train_summary.json")["steps"])
-    for step in snapshot_steps(spec["snapshots"]):
-        if not 0 < step < total:
-            continue
-        dirs = {a: str(Path(spec["snapshots"]) / f"step{step}" / a) for a in spec["adapters"]}
-        sample, fmt = (sampler_factory or protocols.sampler_for)(spec, dirs,
-                                                                 io.derived_seed(spec["seed"], "curve", step))
-        grader = Grader.for_spec(spec)
-        records = protocols.run(ev["protocol"], ev["policies"], problems, sample, fmt, grader)
-        points.append(point(spec, evaluation, step, records, "snapshot", selected))
-        log(f"{spec['row']} step {step}/{total}: {points[-1]['k']}/{len(records)} correct")
+    backend = fmt = None
+    try:
+        for step in snapshot_steps(spec["snapshots"]):
+            if not 0 < step < total:
+                continue
+            dirs = {a: str(Path(spec["snapshots"]) / f"step{step}" / a) for a in spec["adapters"]}
+            if backend is None:
+                backend, fmt = (backend_factory or protocols.open_backend)(spec, dirs, device)
+            else:
+                backend.load_saved(dirs)
+            sample = protocols.make_sampler(backend, spec["sampling"], io.derived_seed(spec["seed"], "curve", step))
+            grader = Grader.for_spec(spec)
+            records = protocols.run(ev["protocol"], ev["policies"], problems, sample, fmt, grader)
+            points.append(point(spec, evaluation, step, records, "snapshot", selected))
+            log(f"{spec['row']} step {step}/{total}: {points[-1]['k']}/{len(records)} correct")
+    finally:
+        if backend is not None and hasattr(backend, "close"):
+            backend.close()  # the vLLM engine and its adapter versions
     points.append(point(spec, evaluation, total, restrict(final, ids, evaluation),
                         "final adapters (evaluation records)", selected))
     io.write_jsonl(spec["out"], points)

@@ -1,7 +1,8 @@
 """Evaluation protocols, each producing one record per problem.
 
 A record: {id, difficulty, stages: [{policy, completion, length, answer, correct, verifier,
-prompt_tokens}], answer, correct, final_length, total_tokens}. The final stage is
+prompt_tokens[, skipped]}], answer, correct, final_length, total_tokens}. A stage whose prompt
+left the context no room says why in `skipped`; it is graded (wrong) and stays counted. The final stage is
 the one scored (pass@1); `final_length` is the paper's reported length and
 `total_tokens` adds every stage (the number the paper omits).
 
@@ -24,7 +25,7 @@ PROTOCOLS = ("single", "cascade", "moa")
 
 
 def _stage(policy, completion, problem, grader) -> dict:
-    return {
+    stage = {
         "policy": policy,
         "completion": completion.text,
         "length": completion.length,
@@ -34,6 +35,9 @@ def _stage(policy, completion, problem, grader) -> dict:
         "correct": grader.correct(problem, completion.text),
         "verifier": grader.verifier_for(problem),
     }
+    if completion.skipped is not None:  # nothing sampled: the prompt left the context no room
+        stage["skipped"] = completion.skipped
+    return stage
 
 
 def _record(problem: dict, stages: list[dict]) -> dict:
@@ -50,6 +54,11 @@ def _record(problem: dict, stages: list[dict]) -> dict:
 
 def run(protocol: str, policies: list, problems: list[dict], sample, fmt, grader) -> list[dict]:
     """`sample(policy, prompt_texts, stage_index)` -> completions, one per prompt."""
+    raw = sample
+
+    def sample(policy, prompt_texts, stage):  # each text as the model's turn reads (fmt.prefill)
+        return fmt.completed(raw(policy, prompt_texts, stage))
+
     if protocol == "single":
         (policy,) = policies
         comps = sample(policy, [fmt.plain(p) for p in problems], 0)
@@ -96,9 +105,10 @@ def make_sampler(backend, sampling: dict, seed: int):
     return sample
 
 
-def sampler_for(spec: dict, adapter_dirs: dict[str, str], seed: int):
-    """(sample, fmt) over a job's base with the saved `adapter_dirs` loaded, in the spec's
-    precision and generation backend: what `agon evaluate` and `agon curve` both sample with."""
+def open_backend(spec: dict, adapter_dirs: dict[str, str], device: str = "cpu"):
+    """(backend, fmt) over a job's base with the saved `adapter_dirs` loaded, on `device`, in the
+    spec's precision and generation backend. `backend.load_saved(other_dirs)` then serves other
+    saved adapters on the same base and engine (the curve job's snapshots)."""
     from .. import precision
     from ..generate import make_backend
     from ..models import load_adapters, load_for_job
@@ -106,8 +116,13 @@ def sampler_for(spec: dict, adapter_dirs: dict[str, str], seed: int):
     # vLLM's engine and the compact sampler read the base and the adapter directories
     # themselves: no transformers model in this process.
     from_files = (spec.get("generation") or {}).get("backend") in ("vllm", "compact")
-    base, tokenizer, fmt = load_for_job(spec, weights=not from_files)
+    base, tokenizer, fmt = load_for_job(spec, weights=not from_files, device=device)
     model = load_adapters(base, adapter_dirs) if adapter_dirs and not from_files else base
-    resolved = precision.resolve(spec.get("precision", "fp32"))
-    backend = make_backend(spec, model, tokenizer, resolved, adapter_dirs=adapter_dirs)
+    resolved = precision.resolve(spec.get("precision", "fp32"), device)
+    return make_backend(spec, model, tokenizer, resolved, adapter_dirs=adapter_dirs), fmt
+
+
+def sampler_for(spec: dict, adapter_dirs: dict[str, str], seed: int, device: str = "cpu"):
+    """(sample, fmt): what `agon evaluate` samples with (`open_backend`, then `make_sampler`)."""
+    backend, fmt = open_backend(spec, adapter_dirs, device)
     return make_sampler(backend, spec["sampling"], seed), fmt

@@ -57,8 +57,9 @@ class StepContext:
     adapters: tuple[str, ...]
 
     def sample(self, adapter: str, prompt_texts: list[str], tag: str):
-        return self.backend.sample(adapter, prompt_texts, self.sampling,
-                                   seed=step_seed(self.seed, self.step, tag))
+        # each text as the model's turn reads: after the template's prefill, if any (fmt.prefill)
+        return self.fmt.completed(self.backend.sample(adapter, prompt_texts, self.sampling,
+                                                      seed=step_seed(self.seed, self.step, tag)))
 
     def grade(self, problem, completion):
         return self.grader(problem, completion)
@@ -126,7 +127,8 @@ def sequence_logps(model, completions, temperature: float, pad_id: int):
         mask[i, T - len(c.completion_ids):] = 1
     positions = (attn.cumsum(-1) - 1).clamp(min=0)
     ids, attn, positions = ids.to(device), attn.to(device), positions.to(device)
-    logits = model(input_ids=ids, attention_mask=attn, position_ids=positions, logits_to_keep=T + 1).logits
+    logits = model(input_ids=ids, attention_mask=attn, position_ids=positions, logits_to_keep=T + 1,
+                   use_cache=False).logits  # no KV cache: nothing is generated from this pass
     logits, targets = logits[:, :-1], ids[:, width - T:]  # the logit at position t predicts token t + 1
     step = max(1, LOGSOFTMAX_CHUNK_TOKENS // T)
     parts = []
@@ -181,6 +183,11 @@ class Trainer:
         self.method_fn = methods_mod.METHODS[method["kind"]]
         self.adapters = methods_mod.adapters_for(method)
         init = {"A": train_cfg["adapter_a_init_sigma"] if len(self.adapters) == 2 else 0.0, "B": 0.0}
+        # transformers checkpoints its decoder layers only in training mode: the loss pass then
+        # runs in train() mode (every model here has zero dropout, so only the memory differs)
+        self.checkpointing = bool(train_cfg.get("gradient_checkpointing", False))
+        if self.checkpointing:
+            base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         self.policies = LoraPolicies(base, self.adapters, train_cfg["lora"], init, seed)
         self.optimizers = {
             name: torch.optim.AdamW(self.policies.parameters(name), lr=train_cfg["lr"],
@@ -218,7 +225,7 @@ class Trainer:
             torch.save(state, tmp)
 
     def load_checkpoint(self, path: Path, schedulers) -> None:
-        state = torch.load(path, weights_only=False)
+        state = torch.load(path, weights_only=False, map_location="cpu")  # copied onto the model's device
         for n in self.adapters:
             self.policies.load_state_dict(n, state["adapters"][n])
             self.optimizers[n].load_state_dict(state["optimizers"][n])
@@ -247,25 +254,33 @@ class Trainer:
 
     # --- one step ------------------------------------------------------------
     def _stream_loss(self, stream: methods_mod.Stream) -> tuple[bool, dict]:
-        adv = group_advantages(stream.rewards, stream.group_ids)
+        skipped = sum(c.skipped is not None for c in stream.completions)
         lengths = [c.length for c in stream.completions]
         stats = {
             "reward": sum(stream.rewards) / len(stream.rewards),
             "pass_rate": sum(stream.correct) / len(stream.correct),
             "mean_length": sum(lengths) / len(lengths),
-            "groups": adv.groups,
-            "dropped_groups": adv.dropped_groups,
+            "groups": 0,
+            "dropped_groups": 0,
             "rollouts": len(stream.completions),
             "generated_tokens": sum(lengths),
             "prefill_tokens": sum(len(c.prompt_ids) for c in stream.completions),
             "truncated": sum(c.truncated for c in stream.completions),
             "truncated_share": sum(c.truncated for c in stream.completions) / len(stream.completions),
+            # rollouts whose prompt left the context no room (generate.skipped_completion): graded
+            # wrong above, but out of their group's statistics and the loss, as if never drawn
+            "skipped": skipped,
             **stream.info,
         }
-        kept = [i for i, k in enumerate(adv.keep) if k]
+        sampled = [i for i, c in enumerate(stream.completions) if c.skipped is None]
+        if not sampled:
+            return False, stats
+        adv = group_advantages([stream.rewards[i] for i in sampled], [stream.group_ids[i] for i in sampled])
+        stats["groups"], stats["dropped_groups"] = adv.groups, adv.dropped_groups
+        kept = [j for j, k in enumerate(adv.keep) if k]  # positions in `sampled`
         if not kept:
             return False, stats
-        completions = [stream.completions[i] for i in kept]
+        completions = [stream.completions[sampled[j]] for j in kept]
         advantages = torch.tensor(adv.advantages[kept], dtype=torch.float32)
         budget = self.cfg.get("loss_micro_batch_tokens", LOSS_MICRO_BATCH_TOKENS)
         loss_value, clipped, tokens = 0.0, 0.0, 0
@@ -277,7 +292,7 @@ class Trainer:
             # groups is a small step, not one group's noise at full size).
             part = part * dropped_rollouts_scale(
                 self.cfg["loss_type"], kept_tokens=int(mask.sum()), all_tokens=stats["generated_tokens"],
-                kept_sequences=len(group), all_sequences=len(stream.completions))
+                kept_sequences=len(group), all_sequences=len(sampled))
             part.backward()  # the gradient accumulates; this micro-batch's graph is freed
             loss_value += part.item()
             clipped, tokens = clipped + clip * int(mask.sum()), tokens + int(mask.sum())
@@ -290,9 +305,11 @@ class Trainer:
     def _micro_batch_loss(self, adapter: str, completions, advantages):
         """(the micro-batch's policy loss as policy_loss normalises it, its mask, its clip fraction)."""
         device = next(self.policies.model.parameters()).device
+        self.policies.model.train(self.checkpointing)
         with self.policies.use(adapter) as model, precision.autocast(self.precision, device.type):
             logp, mask = sequence_logps(model, completions, self.sampling["temperature"],
                                         self.tokenizer.pad_token_id)
+        self.policies.model.eval()
         ref_logp = None
         if self.cfg["beta"]:
             with torch.no_grad(), self.policies.use(None) as model, precision.autocast(self.precision, device.type):
@@ -310,6 +327,9 @@ class Trainer:
                           self.sampling, self.cfg["lam"], self.step, self.seed, self.adapters)
         self.policies.model.eval()
         streams = self.method_fn(ctx, problems)
+        release = getattr(self.backend, "release_memory", None)
+        if release is not None:  # vLLM's engine sleeps through the loss (generation.sleep_during_loss)
+            release()
         updated = set()
         record = {"step": self.step, "lr": schedulers[self.adapters[0]].get_last_lr()[0], "streams": {},
                   "grad_norm": {}}
@@ -327,6 +347,10 @@ class Trainer:
             self.optimizers[name].zero_grad(set_to_none=True)
             schedulers[name].step()
         self.backend.sync(self.policies)
+        if torch.cuda.is_available() and next(self.policies.model.parameters()).is_cuda:
+            # hand the loss's cached blocks back, so that a vLLM engine beside the trainer
+            # (waking from its sleep, or growing its cache) finds them free
+            torch.cuda.empty_cache()
         self.step += 1
         record["seconds"] = round(time.time() - t0, 3)
         return record
