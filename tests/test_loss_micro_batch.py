@@ -12,27 +12,9 @@ import torch
 
 from agon.generate import Completion
 from agon.rl import trainer as trainer_mod
-from agon.rl.loss import LOSS_TYPES, dropped_rollouts_scale, policy_loss, selective_log_softmax
+from agon.rl.loss import LOSS_TYPES, dropped_rollouts_scale, policy_loss
+from reference_loss import one_pass_logps
 from test_trainer import TRAIN, _trainer, tiny_base  # noqa: F401  (the fixture)
-
-
-def one_pass_logps(model, completions, temperature, pad_id):
-    """The former sequence_logps: every position's logits, right-padded rows."""
-    rows = [c.prompt_ids + c.completion_ids for c in completions]
-    width, T = max(map(len, rows)), max(len(c.completion_ids) for c in completions)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    attn = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, r in enumerate(rows):
-        ids[i, :len(r)] = torch.tensor(r)
-        attn[i, :len(r)] = 1
-    logits = model(input_ids=ids, attention_mask=attn).logits.float() / temperature
-    mask = torch.zeros((len(rows), T))
-    out = []
-    for i, c in enumerate(completions):
-        p, n = len(c.prompt_ids), len(c.completion_ids)
-        out.append(selective_log_softmax(logits[i, p - 1:p - 1 + n], ids[i, p:p + n]))
-        mask[i, :n] = 1
-    return torch.stack([torch.nn.functional.pad(r, (0, T - r.numel())) for r in out]), mask
 
 
 def stream(seed=0, rows=12):

@@ -123,3 +123,18 @@ def test_lint_is_clean(tmp_path):
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-6000:]
     assert "Lints for" not in out and "Congratulations, your workflow is in a good condition!" in out, out[-6000:]
+
+
+def test_the_resource_arithmetic_beside_paper_yaml_is_the_scripts():
+    """paper.yaml's resource comments are scripts/resource_arithmetic.py's output, and its
+    parameter counts are the published sizes (0.6B, 1.7B, 4B)."""
+    out = subprocess.run([sys.executable, "scripts/resource_arithmetic.py"], capture_output=True, text=True,
+                         check=True).stdout
+    rows = {line[:28].strip(): line[28:].split() for line in out.splitlines() if line[:28].strip()}
+    assert [round(float(x), 1) for x in rows["parameters (B)"]] == [0.6, 1.7, 4.0]
+    paper = Path("config/paper.yaml").read_text().splitlines()
+    for label, comment in (("weights bf16 (GiB), each", "weights bf16 (GiB, each)"),
+                           ("activations (GiB)", "activations (GiB)"),
+                           ("as share of the GPU", "trainer peak, share of GPU")):
+        line = next(ln for ln in paper if comment in ln)
+        assert re.findall(r"\d+\.\d+", line)[:3] == rows[label], (label, line)

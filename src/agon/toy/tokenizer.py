@@ -17,12 +17,17 @@ PAD, EOS, UNK = "<pad>", "<eos>", "<unk>"
 CHARACTERS = string.digits + "+-*/=?;,:.()[]<>!|_ \n" + string.ascii_letters + "'\"#%&$@^~{}"
 
 
-def build_tokenizer() -> PreTrainedTokenizerFast:
+def build_tokenizer(vocab_size: int | None = None) -> PreTrainedTokenizerFast:
+    """The toy tokenizer. `vocab_size` pads its vocabulary with filler tokens up to a model's
+    (a random model at a real model's vocabulary samples every id, and each must decode);
+    no text encodes to a filler, since every character is a token of its own."""
     vocab = {tok: i for i, tok in enumerate([PAD, EOS, UNK])}
     for ch in CHARACTERS:
         vocab.setdefault(ch, len(vocab))
     for tok in STRUCTURE_TOKENS:
         vocab[tok] = len(vocab)
+    for i in range(len(vocab), vocab_size or 0):
+        vocab[f"<f{i}>"] = i
     core = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
     # One token per character (newlines included); added tokens are matched first.
     core.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
