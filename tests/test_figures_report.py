@@ -42,10 +42,11 @@ def captured(monkeypatch):
 
 
 def texts(fig):
-    ax = fig.axes[0]
-    out = [t.get_text() for t in ax.texts]
-    if ax.get_legend():
-        out += [t.get_text() for t in ax.get_legend().get_texts()]
+    out = []
+    for ax in fig.axes:
+        out += [t.get_text() for t in ax.texts]
+        if ax.get_legend():
+            out += [t.get_text() for t in ax.get_legend().get_texts()]
     return out
 
 
@@ -65,8 +66,24 @@ def test_scatter_seeds_and_paper_points_are_drawn(captured):
     assert "grpo (3 seeds)" in drawn and "zero_shot" in drawn and "agon" in drawn
     assert "agon_drafter_alone" not in drawn          # no published length: cannot be placed
     assert "paper (X)" in drawn and "mean over seeds (bars: seed min-max)" in drawn
-    # toy lengths (~30) next to the paper's (~3500) need a log axis to show both
-    assert captured[0].axes[0].get_xscale() == "log"
+    # toy lengths (~30) and the paper's (~3500): two panels, each on its own length axis
+    ours, theirs = captured[0].axes
+    assert [t.get_text() for t in theirs.texts] == ["agon"] and "agon" not in [t.get_text() for t in ours.texts]
+    assert ours.get_xlim()[1] < 100 < 3500 < theirs.get_xlim()[1]
+    assert ours.get_ylim() == theirs.get_ylim()  # one pass@1 axis
+
+
+def test_scatter_labels_do_not_overlap(captured):
+    rows = [row(f"method_{i}", 0, 10 + (i % 3), 40, 30 + (i % 2)) for i in range(8)]
+    figures.pass_vs_length(rows, "unused", "7a")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = captured[0]
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in fig.axes[0].texts]
+    assert len(boxes) == 8
+    clashes = [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:] if a.overlaps(b)]
+    assert not clashes
 
 
 def test_scatter_rejects_duplicate_seeds(tmp_path):

@@ -183,3 +183,43 @@ def test_per_rollout_rival_generally_differs_random():
         b = group_advantages(_adv("coop", c_b, c_a, phi), [0] * N)
         differ += not (a.keep.tolist() == b.keep.tolist() and np.allclose(a.advantages, b.advantages, atol=1e-3))
     assert differ > trials // 2
+
+
+@settings(max_examples=300, deadline=None)
+@given(groups=st.lists(st.tuples(st.integers(2, 10).flatmap(
+           lambda n: st.lists(st.tuples(st.integers(0, 1), st.integers(0, 1)), min_size=n, max_size=n)),
+           st.integers(0, 1)), min_size=1, max_size=5),
+       lam=st.sampled_from([0.25, 0.5, 1.0]))
+def test_shared_rival_with_a_varying_format_is_coop_only_where_the_rival_is_right(groups, lam):
+    """With the format term varying inside a group, the shared rival is not inert: a right rival
+    gives coop's rewards; a wrong one gives 1.5 x coop's reward with the format weight cut to 2/3,
+    so its advantages are coop's at lambda' = 2 lambda / 3, and differ from coop's at lambda
+    exactly when the group's correctness and format both vary (and not in lockstep)."""
+    from agon.rl.methods import shared_rival_gap
+
+    c_b, c_a, phi, gid = [], [], [], []
+    for g, (rollouts, ca) in enumerate(groups):
+        c_b += [c for c, _ in rollouts]
+        phi += [f for _, f in rollouts]
+        c_a += [ca] * len(rollouts)
+        gid += [g] * len(rollouts)
+    adv = group_advantages(_adv("adv", c_b, c_a, phi, lam), gid, eps=0.0)
+    coop = group_advantages(_adv("coop", c_b, c_a, phi, lam), gid, eps=0.0)
+    coop_cut = group_advantages(_adv("coop", c_b, c_a, phi, 2 * lam / 3), gid, eps=0.0)
+    unlike = 0
+    for g, (rollouts, ca) in enumerate(groups):
+        idx = [i for i, x in enumerate(gid) if x == g]
+        twin = coop if ca == 1 else coop_cut
+        np.testing.assert_allclose(adv.advantages[idx], twin.advantages[idx], rtol=0, atol=1e-9)
+        pairs = {(c, f) for c, f in rollouts}
+        cs, fs = {c for c, _ in pairs}, {f for _, f in pairs}
+        # coop's advantages are a function of 2c + lam f, ours of 3c + lam f: equal up to scale
+        # only if the group's reward levels are collinear in both weightings
+        differs = not np.allclose(adv.advantages[idx], coop.advantages[idx], atol=1e-9)
+        if ca == 1 or len(cs) == 1 or len(fs) == 1 or pairs in ({(0, 0), (1, 1)}, {(0, 1), (1, 0)}):
+            assert not differs, (rollouts, ca)
+        else:
+            assert differs, (rollouts, ca)
+        unlike += differs
+    measured = shared_rival_gap(_adv("adv", c_b, c_a, phi, lam), _adv("coop", c_b, c_a, phi, lam), gid)
+    assert measured["groups_unlike_coop"] == unlike

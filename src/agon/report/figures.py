@@ -119,7 +119,9 @@ def _group_rows(rows: list[dict]) -> list[tuple[tuple[str, str], list[dict]]]:
 def pass_vs_length(rows: list[dict], out_prefix, title: str, reported: list[dict] | None = None,
                    reported_label: str = "paper (Qwen3-0.6B)") -> tuple[str, str]:
     """Figure 7a: pass@1 (%) against mean final-stage length (tokens), one point per
-    (method, model).
+    (method, model); this run's points in one panel and the paper's in a second, each with
+    its own length axis (the toy world's lengths are ~100x shorter than the paper's, so one
+    shared axis would crush one of the two), and the same pass@1 axis.
 
     rows: table rows (agon.report.tables): method, model, seed, pass_at_1 / ci_low /
     ci_high as fractions, mean_length in tokens. One seed: the point with its 95% CI
@@ -127,7 +129,8 @@ def pass_vs_length(rows: list[dict], out_prefix, title: str, reported: list[dict
     seeds bold with bars spanning the seeds' min..max on both axes.
     reported: the paper's points [{method, pass_at_1 (percent), mean_length,
     optional ci_low/ci_high (percent)}], drawn hollow in a second colour under
-    `reported_label`. Writes <out_prefix>.png and .pdf; returns their paths.
+    `reported_label`. Labels are placed where they overlap no other label or point.
+    Writes <out_prefix>.png and .pdf; returns their paths.
     """
     reported = [p for p in (reported or [])
                 if p.get("pass_at_1") is not None and p.get("mean_length") is not None]
@@ -137,86 +140,101 @@ def pass_vs_length(rows: list[dict], out_prefix, title: str, reported: list[dict
         if not rows and not reported:
             fig = _message_figure(title, "no evaluation rows", xlabel, ylabel)
             return _save(fig, out_prefix)
-        fig = Figure(figsize=(6.4, 4.8))
-        ax = fig.add_subplot()
-        groups = _group_rows(rows)
-        models = _ordered_unique(k[1] for k, _ in groups)
-        marker = {m: MODEL_MARKERS[i % len(MODEL_MARKERS)] for i, m in enumerate(models)}
-        several_models = len(models) > 1
-        any_multi_seed = any(len(members) > 1 for _, members in groups)
-        xs_all: list[float] = []
-        ys_all: list[float] = []
-        labels: list[tuple[str, float, float, int, str]] = []
-
-        for (method, model), members in groups:
-            label = f"{method} ({model})" if several_models else method
-            mk = marker[model]
-            if len(members) == 1:
-                r = members[0]
-                x, y = float(r["mean_length"]), 100 * r["pass_at_1"]
-                ax.errorbar([x], [y], yerr=[[y - 100 * r["ci_low"]], [100 * r["ci_high"] - y]],
-                            fmt=mk, color=OURS, ms=6, capsize=3, elinewidth=1, zorder=3)
-                ys_all += [100 * r["ci_low"], 100 * r["ci_high"]]
-            else:
-                for r in members:
-                    x1, y1 = float(r["mean_length"]), 100 * r["pass_at_1"]
-                    ax.errorbar([x1], [y1],
-                                yerr=[[y1 - 100 * r["ci_low"]], [100 * r["ci_high"] - y1]],
-                                fmt=mk, color=OURS, alpha=0.25, ms=4, capsize=2, elinewidth=0.8,
-                                zorder=2)
-                    xs_all.append(x1)
-                    ys_all += [100 * r["ci_low"], 100 * r["ci_high"]]
-                lx = [float(r["mean_length"]) for r in members]
-                ly = [100 * r["pass_at_1"] for r in members]
-                x, y = statistics.fmean(lx), statistics.fmean(ly)
-                ax.errorbar([x], [y], xerr=[[x - min(lx)], [max(lx) - x]],
-                            yerr=[[y - min(ly)], [max(ly) - y]], fmt=mk, color=OURS, ms=7,
-                            mec="black", mew=0.8, capsize=4, elinewidth=1.6, zorder=4)
-                label += f" ({len(members)} seeds)"
-            xs_all.append(x)
-            ys_all.append(y)
-            labels.append((label, x, y, 8, "#0b3d66"))
-
-        for p in reported:
-            x, y = float(p["mean_length"]), float(p["pass_at_1"])
-            kwargs = {}
-            if p.get("ci_low") is not None and p.get("ci_high") is not None:
-                kwargs["yerr"] = [[y - p["ci_low"]], [p["ci_high"] - y]]
-                ys_all += [float(p["ci_low"]), float(p["ci_high"])]
-            ax.errorbar([x], [y], fmt="o", mfc="none", mec=PAPER, color=PAPER, ms=7, mew=1.4,
-                        capsize=3, elinewidth=0.8, alpha=0.9, zorder=3, **kwargs)
-            labels.append((p["method"], x, y, 7, PAPER))
-            xs_all.append(x)
-            ys_all.append(y)
-
-        if xs_all and min(xs_all) > 0 and max(xs_all) / min(xs_all) > LOG_X_RATIO:
-            ax.set_xscale("log")
-            xlabel += " - log scale"
+        panels = [name for name, present in (("ours", rows), ("paper", reported)) if present]
+        fig = Figure(figsize=(6.4 * len(panels), 4.8))
+        axes = dict(zip(panels, fig.subplots(1, len(panels), sharey=True, squeeze=False)[0]))
+        drawn = {}
+        if rows:
+            drawn["ours"] = _draw_our_points(axes["ours"], rows)
+        if reported:
+            drawn["paper"] = _draw_paper_points(axes["paper"], reported, reported_label)
+        ys_all = [y for _, _, ys, _ in drawn.values() for y in ys]
         lo, hi = min(ys_all), max(ys_all)
         pad = max(3.0, 0.08 * (hi - lo))
-        ax.set_ylim(max(-1.0, lo - pad), min(101.0, hi + pad))
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel(ylabel)
-        ax.set_title(title)
-
-        handles = []
-        if rows:
-            handles.append(Line2D([], [], marker="o", ls="-", color=OURS,
-                                  label="this run (bars: 95% CI)"))
-        if any_multi_seed:
-            handles.append(Line2D([], [], marker="o", ls="-", color=OURS, mec="black", lw=1.6,
-                                  label="mean over seeds (bars: seed min-max)"))
-        if several_models:
-            handles += [Line2D([], [], marker=marker[m], ls="none", color=OURS, label=m)
-                        for m in models]
-        if reported:
-            handles.append(Line2D([], [], marker="o", ls="none", mfc="none", mec=PAPER,
-                                  mew=1.4, label=reported_label))
-        ax.margins(x=0.12)
-        ax.legend(handles=handles, loc="best", frameon=True)
+        for name, ax in axes.items():
+            labels, xs, _, handles = drawn[name]
+            label = xlabel
+            if xs and min(xs) > 0 and max(xs) / min(xs) > LOG_X_RATIO:
+                ax.set_xscale("log")
+                label += " - log scale"
+            ax.set_ylim(max(-1.0, lo - pad), min(101.0, hi + pad))
+            ax.set_xlabel(label)
+            ax.set_title("this run" if name == "ours" else reported_label, fontsize=10)
+            ax.margins(x=0.15)
+            ax.legend(handles=handles, loc="best", frameon=True)
+        axes[panels[0]].set_ylabel(ylabel)
+        fig.suptitle(title)
         fig.tight_layout()
-        _place_labels(fig, ax, labels)
+        for name, ax in axes.items():
+            _place_labels(fig, ax, drawn[name][0])
         return _save(fig, out_prefix)
+
+
+def _draw_our_points(ax, rows: list[dict]):
+    """This run's points on `ax`: (labels, xs, ys, legend handles)."""
+    groups = _group_rows(rows)
+    models = _ordered_unique(k[1] for k, _ in groups)
+    marker = {m: MODEL_MARKERS[i % len(MODEL_MARKERS)] for i, m in enumerate(models)}
+    several_models = len(models) > 1
+    any_multi_seed = any(len(members) > 1 for _, members in groups)
+    xs_all: list[float] = []
+    ys_all: list[float] = []
+    labels: list[tuple[str, float, float, int, str]] = []
+    for (method, model), members in groups:
+        label = f"{method} ({model})" if several_models else method
+        mk = marker[model]
+        if len(members) == 1:
+            r = members[0]
+            x, y = float(r["mean_length"]), 100 * r["pass_at_1"]
+            ax.errorbar([x], [y], yerr=[[y - 100 * r["ci_low"]], [100 * r["ci_high"] - y]],
+                        fmt=mk, color=OURS, ms=6, capsize=3, elinewidth=1, zorder=3)
+            ys_all += [100 * r["ci_low"], 100 * r["ci_high"]]
+        else:
+            for r in members:
+                x1, y1 = float(r["mean_length"]), 100 * r["pass_at_1"]
+                ax.errorbar([x1], [y1],
+                            yerr=[[y1 - 100 * r["ci_low"]], [100 * r["ci_high"] - y1]],
+                            fmt=mk, color=OURS, alpha=0.25, ms=4, capsize=2, elinewidth=0.8,
+                            zorder=2)
+                xs_all.append(x1)
+                ys_all += [100 * r["ci_low"], 100 * r["ci_high"]]
+            lx = [float(r["mean_length"]) for r in members]
+            ly = [100 * r["pass_at_1"] for r in members]
+            x, y = statistics.fmean(lx), statistics.fmean(ly)
+            ax.errorbar([x], [y], xerr=[[x - min(lx)], [max(lx) - x]],
+                        yerr=[[y - min(ly)], [max(ly) - y]], fmt=mk, color=OURS, ms=7,
+                        mec="black", mew=0.8, capsize=4, elinewidth=1.6, zorder=4)
+            label += f" ({len(members)} seeds)"
+        xs_all.append(x)
+        ys_all.append(y)
+        labels.append((label, x, y, 8, "#0b3d66"))
+    handles = [Line2D([], [], marker="o", ls="-", color=OURS, label="this run (bars: 95% CI)")]
+    if any_multi_seed:
+        handles.append(Line2D([], [], marker="o", ls="-", color=OURS, mec="black", lw=1.6,
+                              label="mean over seeds (bars: seed min-max)"))
+    if several_models:
+        handles += [Line2D([], [], marker=marker[m], ls="none", color=OURS, label=m) for m in models]
+    return labels, xs_all, ys_all, handles
+
+
+def _draw_paper_points(ax, reported: list[dict], reported_label: str):
+    """The paper's points on `ax`, hollow: (labels, xs, ys, legend handles)."""
+    xs_all: list[float] = []
+    ys_all: list[float] = []
+    labels: list[tuple[str, float, float, int, str]] = []
+    for p in reported:
+        x, y = float(p["mean_length"]), float(p["pass_at_1"])
+        kwargs = {}
+        if p.get("ci_low") is not None and p.get("ci_high") is not None:
+            kwargs["yerr"] = [[y - p["ci_low"]], [p["ci_high"] - y]]
+            ys_all += [float(p["ci_low"]), float(p["ci_high"])]
+        ax.errorbar([x], [y], fmt="o", mfc="none", mec=PAPER, color=PAPER, ms=7, mew=1.4,
+                    capsize=3, elinewidth=0.8, alpha=0.9, zorder=3, **kwargs)
+        labels.append((p["method"], x, y, 7, PAPER))
+        xs_all.append(x)
+        ys_all.append(y)
+    handles = [Line2D([], [], marker="o", ls="none", mfc="none", mec=PAPER, mew=1.4, label=reported_label)]
+    return labels, xs_all, ys_all, handles
 
 
 # Candidate label offsets (points), tried in order: right, then above/below, then left.

@@ -106,10 +106,34 @@ def pair(ctx, problems: list[dict]) -> list[Stream]:
             m["mode"], c_b, c_a[a], phi_b, ctx.lam, m.get("gamma", 0.0), b.length, drafts[a].length))
         converted += c_b * (1 - c_a[a])
     rivals_wrong = sum(1 - c_a[a] for a in rival)
+    info = {"conversion_rate": converted / rivals_wrong if rivals_wrong else None}
+    if exchange == "shared":
+        info.update(shared_rival_gap(chall_rewards, [rewards.cooperative(c, phi, ctx.lam) for c, phi in chall_grades],
+                                     group_ids))
     challenger_stream = Stream(challenger, "challenger", chall, chall_rewards, group_ids,
-                               [c for c, _ in chall_grades],
-                               {"conversion_rate": converted / rivals_wrong if rivals_wrong else None})
+                               [c for c, _ in chall_grades], info)
     return [drafter_stream, challenger_stream]
+
+
+def shared_rival_gap(own: list[float], coop: list[float], group_ids: list) -> dict:
+    """How far a shared-rival stream's advantages are from coop's on the same rollouts.
+
+    With one rival per group, adv's reward is 2c + c(1 - c_a) + lam phi: coop's exactly when the
+    rival is right, and 3c + lam phi = 1.5 (2c + (2 lam / 3) phi) when it is wrong, i.e. coop
+    with the format weight cut to 2/3. So the paper's "inert by construction" holds when the
+    rival is right, or the format term is constant within the group; otherwise the
+    advantages differ (tests/test_rewards.py). Logged per step: groups whose advantages differ
+    from coop's by more than 1e-3 (beyond what TRL's eps = 1e-4 in the std alone moves), and
+    the largest gap.
+    """
+    from .advantages import group_advantages
+
+    a, b = group_advantages(own, group_ids), group_advantages(coop, group_ids)
+    gaps: dict = {}
+    for g, x, y in zip(group_ids, a.advantages, b.advantages):
+        gaps[g] = max(gaps.get(g, 0.0), abs(float(x) - float(y)))
+    return {"groups_unlike_coop": sum(v > 1e-3 for v in gaps.values()),
+            "max_gap_to_coop": max(gaps.values(), default=0.0)}
 
 
 METHODS: dict[str, Callable] = {"grpo": grpo, "pair": pair}
