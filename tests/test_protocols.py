@@ -40,7 +40,21 @@ def test_a_repeated_stage_is_sampled_once_and_returns_the_same_completions():
 
     protocols.run("single", ["B"], PROBLEMS, sample, fmt, grader)          # another policy: sampled
     protocols.run("single", ["A"], PROBLEMS[:2], sample, fmt, grader)      # other prompts: sampled
-    protocols.run("moa", ["A"], PROBLEMS, sample, fmt, grader)             # stage 0 remembered, 1-3 sampled
-    assert [c[0] for c in backend.calls[2:]] == ["B", "A", "A", "A", "A"]
+    protocols.run("moa", ["A"], PROBLEMS, sample, fmt, grader)             # stage 0 remembered, 1-2 sampled
+    assert [c[0] for c in backend.calls[2:]] == ["B", "A", "A", "A"]
     stage_seeds = {seed for _, seed, _ in backend.calls}
-    assert len(stage_seeds) == 4                         # one seed per stage index, shared by protocols
+    assert len(stage_seeds) == 3                         # one seed per stage index, shared by protocols
+
+
+def test_the_mixture_scores_a_final_pass_that_reads_both_proposals():
+    seen = []
+
+    def sample(policy, texts, stage):
+        seen.append((stage, list(texts)))
+        return [Completion(t, f"<think>x</think>s{stage}<answer>{stage}</answer>", [1], [2], False) for t in texts]
+
+    (record,) = protocols.run("moa", [None], PROBLEMS[:1], sample, PromptFormat("toy"), Grader())
+    assert [s for s, _ in seen] == [0, 1, 2] and len(record["stages"]) == 3
+    question = PROBLEMS[0]["prompt"]
+    assert seen[2][1] == [f"Q: {question}\nR: s0\nR: s1\n"]   # both summaries, answers withheld
+    assert record["answer"] == "2" and record["total_tokens"] == 3

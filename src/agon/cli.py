@@ -311,6 +311,10 @@ def cmd_table(args) -> None:
     spec = _spec(args.spec)
     if spec.get("kind") == "design":
         design.write_design(spec, Path(args.out_prefix), args.reported)
+    elif spec.get("kind") == "preconditions":
+        from .report.preconditions import write_preconditions
+
+        write_preconditions(spec, args.records, args.metrics, Path(args.out_prefix))
     else:
         tables.write_table(spec, args.records, Path(args.out_prefix), args.reported)
 
@@ -477,6 +481,7 @@ def main(argv=None) -> None:
     p = sub.add_parser("table", help="aggregate per-problem records into a table")
     p.add_argument("--spec", required=True)
     p.add_argument("--records", nargs="*", default=[], help="per-problem records (none for Table 1)")
+    p.add_argument("--metrics", nargs="*", default=[], help="trained cells' metrics.jsonl (Table 0)")
     p.add_argument("--reported", default=None, help="the paper's numbers (config/reported.yaml)")
     p.add_argument("--out-prefix", required=True)
     p.set_defaults(func=cmd_table)

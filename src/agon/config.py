@@ -237,6 +237,8 @@ def _table_problems(name: str, table: dict, config: dict) -> list[str]:
         if extra:
             out.append(f"{where}: a design table (Table 1) is built from `methods`; drop {', '.join(extra)}")
         return out
+    if table.get("kind") == "preconditions":
+        return _preconditions_problems(where, table, config)
     for key in ("models", "rows"):
         if key not in table:
             out.append(f"missing config key(s) '{where}.{key}'")
@@ -266,6 +268,40 @@ def _table_problems(name: str, table: dict, config: dict) -> list[str]:
         for ours in paper_bench:
             if ours not in benchmarks:
                 out.append(f"{where}.paper.benchmark: {ours!r} is not one of the table's benchmarks")
+    return out
+
+
+def _preconditions_problems(where: str, table: dict, config: dict) -> list[str]:
+    """Table 0 names evaluations by role; each must exist and be of its role's kind."""
+    evaluations = config["evaluations"]
+    out = [f"missing config key(s) '{where}.{k}'" for k in ("models", "benchmark", "solo", "cascade", "mixture")
+           if k not in table]
+    if out:
+        return out
+    if table["benchmark"] not in config["benchmarks"]:
+        out.append(f"{where}.benchmark: unknown benchmark {table['benchmark']!r}")
+    want = {"solo": ("single", [None]), "cascade": ("cascade", [None, None]), "mixture": ("moa", [None])}
+    for key, (protocol, policies) in want.items():
+        ev = evaluations.get(table[key])
+        if ev is None:
+            out.append(f"{where}.{key}: unknown evaluation {table[key]!r}")
+        elif ev["method"] is not None or ev["protocol"] != protocol or ev["policies"] != policies:
+            out.append(f"{where}.{key}: {table[key]!r} must be an untrained {protocol} evaluation "
+                       f"(method: null, policies: {policies})")
+    for pair, names in (table.get("pairs") or {}).items():
+        methods = set()
+        for name in names:
+            ev = evaluations.get(name)
+            if ev is None or ev["method"] is None or ev["protocol"] != "single":
+                out.append(f"{where}.pairs.{pair}: {name!r} must be a trained single-pass evaluation")
+            else:
+                methods.add(ev["method"])
+        if len(methods) > 1:
+            out.append(f"{where}.pairs.{pair}: both evaluations must come from one method (got {sorted(methods)})")
+    ref = table.get("reference")
+    if ref is not None and (ref not in evaluations or evaluations[ref]["method"] is None
+                            or evaluations[ref]["protocol"] != "single"):
+        out.append(f"{where}.reference: {ref!r} must be a trained single-pass evaluation")
     return out
 
 

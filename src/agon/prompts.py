@@ -47,6 +47,7 @@ _FORMAT_RE = re.compile(
 # instructions in words (see CHAT_* below).
 TOY_PLAIN = "Q: {question}\n"
 TOY_WITH_ATTEMPT = "Q: {question}\nR: {attempt}\n"
+# several attempts (the mixture's final pass): one "R:" line each, in order
 
 CHAT_SYSTEM = (
     "Reason privately inside <think> </think>, then write a short summary of your "
@@ -57,6 +58,12 @@ CHAT_WITH_ATTEMPT = (
     "Below is an attempt that may or may not be correct. Do not trust it and do not "
     "paraphrase it: verify it, solve the problem independently, and where the attempt "
     "is wrong, get it right.\n\nAttempt:\n{attempt}"
+)
+CHAT_WITH_ATTEMPTS = (
+    "{question}\n\n"
+    "Below are {count} attempts that may or may not be correct. Do not trust them and do not "
+    "paraphrase them: verify them against each other, solve the problem independently, and where "
+    "they are wrong, get it right.\n\n{attempts}"
 )
 # A code problem (one graded by running its `tests`) tells a chat model the language
 # and the I/O convention the sandbox grades (Python 3, standard input and output) and
@@ -138,6 +145,10 @@ def toy_plain(question: str) -> str:
 def toy_with_attempt(question: str, attempt: str) -> str:
     # Newlines in the attempt would break the one-line marker format.
     return TOY_WITH_ATTEMPT.format(question=question, attempt=attempt.replace("\n", " "))
+
+
+def toy_with_attempts(question: str, attempts: list[str]) -> str:
+    return TOY_PLAIN.format(question=question) + "".join(f"R: {a.replace(chr(10), ' ')}\n" for a in attempts)
 
 
 class PromptFormat:
@@ -257,3 +268,11 @@ class PromptFormat:
             return toy_with_attempt(problem["prompt"], attempt)
         attempt = self.sanitize(attempt).strip() or CHAT_EMPTY_ATTEMPT
         return self._chat(CHAT_WITH_ATTEMPT.format(question=chat_question(problem), attempt=attempt))
+
+    def with_attempts(self, problem: dict, attempts: list[str]) -> str:
+        """The prompt of a pass that reads several attempts (the mixture's final pass)."""
+        if self.style == "toy":
+            return toy_with_attempts(problem["prompt"], attempts)
+        shown = [f"Attempt {i}:\n{self.sanitize(a).strip() or CHAT_EMPTY_ATTEMPT}" for i, a in enumerate(attempts, 1)]
+        return self._chat(CHAT_WITH_ATTEMPTS.format(question=chat_question(problem), count=len(attempts),
+                                                    attempts="\n\n".join(shown)))

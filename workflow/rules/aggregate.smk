@@ -22,6 +22,7 @@ rule table:
     input:
         cells=table_cells,
         splits=lambda wc: list(table_splits(wc).values()),
+        metrics=table_metrics,
         reported=ROOT / "config" / "reported.yaml",
     output:
         csv=report(f"{R}/tables/{{table}}.csv", caption="../report/table.rst", category="Tables",
@@ -40,8 +41,8 @@ rule table:
     conda:
         CPU_ENV
     shell:
-        "agon table --spec {params.spec:q} --records {params.records} --reported {input.reported} "
-        "--out-prefix {params.prefix} > {log} 2>&1"
+        "agon table --spec {params.spec:q} --records {params.records} --metrics {input.metrics} "
+        "--reported {input.reported} --out-prefix {params.prefix} > {log} 2>&1"
 
 
 rule figure_7b:

@@ -230,8 +230,12 @@ def eval_spec(wc, input, output):
     })
 
 
+def table_kind(table):
+    return config["tables"][table].get("kind", "results")
+
+
 def is_design(table):
-    return config["tables"][table].get("kind", "results") == "design"
+    return table_kind(table) == "design"
 
 
 def table_benchmarks(t):
@@ -262,7 +266,23 @@ def table_needs(table):
     t = config["tables"][table]
     if is_design(table) or not table_models(table):
         return []
+    if table_kind(table) == "preconditions":  # Table 0: the evaluations it names, on its benchmark
+        from agon.report.preconditions import evaluations
+
+        return [(e, t["benchmark"]) for e in evaluations(t)]
     return row_needs(t["rows"], table_benchmarks(t), t.get("select_on", "validation"))
+
+
+def table_metrics(wc):
+    """Training metrics a table reads: Table 0's length in training, of the cells it compares."""
+    t = config["tables"][wc.table]
+    if table_kind(wc.table) != "preconditions":
+        return []
+    from agon.report.preconditions import evaluations
+
+    methods = dict.fromkeys(config["evaluations"][e]["method"] for e in evaluations(t))
+    return [f"{R}/train/{model}/{method}/seed{seed}/metrics.jsonl" for model in table_models(wc.table)
+            for method in methods if method for seed in config["seeds"]]
 
 
 def records_of(table):
@@ -320,7 +340,7 @@ def table_spec(wc):
     return spec_json({
         **t,
         "seeds": config["seeds"],
-        "picks": {row: picks[row] for row in t["rows"] if row in picks},
+        "picks": {row: picks[row] for row in t.get("rows", []) if row in picks},
         "paper_models": {m: config["models"][m].get("paper_model") for m in table_models(wc.table)},
         "absent_models": [m for m in t["models"] if m not in config["models"]],
         "splits": table_splits(wc),
@@ -359,7 +379,7 @@ def base_priority(wc):
 FIG7B = (config.get("figures") or {}).get("fig7b")
 # Figure 7a plots one results table's rows (figures.fig7a.table, else the first results table).
 FIG7A_TABLE = (config.get("figures") or {}).get("fig7a", {}).get("table") or next(
-    (t for t in config["tables"] if not is_design(t)), None)
+    (t for t in config["tables"] if table_kind(t) == "results"), None)
 
 
 def figure_rows():

@@ -10,9 +10,12 @@ Protocols:
   single      one pass of one policy on the plain prompt
   cascade     first policy drafts, second answers after reading summary(draft)
               (also self-refine and the GRPO self-cascade: the same policy twice)
-  moa         untrained mixture of agents: two independent samples of one policy,
-              each then refines after reading the other's summary; the last
-              refinement is scored, every stage's tokens are counted
+  moa         mixture of agents, one layer (untrained in the paper): two independent
+              proposals of one policy on the plain prompt, then one final pass of
+              the same policy that reads BOTH proposals' summaries and answers;
+              the final pass is scored, every stage's tokens are counted. Our
+              reading of the paper's "two base samples critique each other": both
+              samples reach the scored answer (a cascade would pass on only one)
 Policies are adapter names, or None for the bare base model.
 """
 
@@ -75,12 +78,10 @@ def run(protocol: str, policies: list, problems: list[dict], sample, fmt, grader
         plain = [fmt.plain(p) for p in problems]
         first = sample(policy, plain, 0)
         second = sample(policy, plain, 1)
-        refine_second = sample(policy, [fmt.with_attempt(p, prompts.summary(d.text))
-                                        for p, d in zip(problems, first)], 2)
-        refine_first = sample(policy, [fmt.with_attempt(p, prompts.summary(d.text))
-                                       for p, d in zip(problems, second)], 3)
+        final = sample(policy, [fmt.with_attempts(p, [prompts.summary(a.text), prompts.summary(b.text)])
+                                for p, a, b in zip(problems, first, second)], 2)
         return [_record(p, [_stage(policy, c, p, grader) for c in stages])
-                for p, *stages in zip(problems, first, second, refine_second, refine_first)]
+                for p, *stages in zip(problems, first, second, final)]
     raise ValueError(f"unknown protocol {protocol!r}; known: {PROTOCOLS}")
 
 

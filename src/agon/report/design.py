@@ -73,7 +73,7 @@ def classify_evaluation(ev: dict, methods: dict) -> tuple[str, str] | None:
     policies = ev["policies"]
     if ev["protocol"] == "moa":
         return "inference control", ("untrained " if method is None else "") + \
-            "mixture of agents: two samples each refine after reading the other's summary"
+            "mixture of agents: two samples, then a final pass that reads both summaries"
     if method is None and ev["protocol"] == "single":
         return "reference", "the untrained base, one pass"
     if method is None:

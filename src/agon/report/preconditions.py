@@ -1,0 +1,248 @@
+"""Table 0: the preconditions of the paper's mechanism, measured from the run's own records.
+
+Agon rewards a challenger for converting a rival's failure. That can only pay if the
+base model gains from reading a correct attempt, is not always misled by a wrong one,
+and the two adapters fail on different problems. The paper's pretrained models are
+assumed to have these properties; a testbed must be shown to have them. Each section
+is computed from per-problem records (and, for section 5, training metrics):
+
+  1 reading a rival   the untrained cascade (`cascade`: base drafts, base answers after
+                      reading the draft's summary): P(correct | the draft was right) and
+                      P(correct | it was wrong), each beside an INDEPENDENT base sample on
+                      the same problems (the mixture's second proposal, stage 1 of
+                      `mixture`, drawn on the plain prompt with its own seed).
+                      Targets: >= 0.90 after a right draft; after a wrong one at least
+                      half the independent sample's accuracy on those problems.
+  2 protocols         the untrained cascade and mixture against the base alone (`solo`):
+                      pass@1 with its interval, the difference and an exact McNemar p.
+                      Target: the mixture above zero-shot.
+  3 two adapters      strength (pass@1 of each) and how differently they fail: the
+                      disagreement rate (one right, the other wrong) and the overlap of
+                      failures (both wrong / either wrong), at step 0 (two independent
+                      base samples: `solo` and the mixture's second proposal) and after
+                      training (each pair's drafters alone, `pairs`), beside two seeds of
+                      `reference` (GRPO) when the run has two seeds.
+  4 length            the base's accuracy by quartile of its completion length: whether
+                      writing more can buy accuracy at all.
+  5 length in training  each cell's mean completion length per role over its first and
+                      last steps (a tenth of the run each, at least one step).
+
+A target row says `meets` yes / no; the numbers are reported whatever they are.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .. import io
+from ..evaluate.stats import clopper_pearson, mcnemar_exact
+from . import tables
+
+COLUMNS = ["section", "quantity", "model", "seed", "k", "n", "value", "ci_low", "ci_high", "target", "meets",
+           "p_value"]
+KEYS = ("solo", "cascade", "mixture")
+
+
+def evaluations(spec: dict) -> list[str]:
+    """Every evaluation the table reads, in order (what the workflow must provide)."""
+    names = [spec[k] for k in KEYS] + [e for pair in (spec.get("pairs") or {}).values() for e in pair]
+    if spec.get("reference"):
+        names.append(spec["reference"])
+    return list(dict.fromkeys(names))
+
+
+def _by_id(records: list[dict]) -> dict:
+    return {r["id"]: r for r in records}
+
+
+def _fraction(section, quantity, model, seed, k, n, target=None, meets=None, p_value=None) -> dict:
+    low, high = clopper_pearson(k, n) if n else (None, None)
+    return {"section": section, "quantity": quantity, "model": model, "seed": seed, "k": k, "n": n,
+            "value": k / n if n else None, "ci_low": low, "ci_high": high, "target": target or "",
+            "meets": "" if meets is None else ("yes" if meets else "no"), "p_value": p_value}
+
+
+def _stage_correct(record: dict, stage: int) -> int:
+    stages = record["stages"]
+    if stage >= len(stages):
+        raise ValueError(f"record {record['id']!r} of {record.get('evaluation')!r} has {len(stages)} stage(s), "
+                         f"not {stage + 1}")
+    return int(stages[stage]["correct"])
+
+
+def rival_rows(model, seed, cascade: list[dict], mixture: list[dict]) -> list[dict]:
+    """Section 1: the base after reading a right / wrong draft, beside an independent sample."""
+    other = _by_id(mixture)
+    rows = []
+    for right in (1, 0):
+        subset = [r for r in cascade if _stage_correct(r, 0) == right]
+        after = sum(_stage_correct(r, 1) for r in subset)
+        alone = sum(_stage_correct(other[r["id"]], 1) for r in subset)
+        what = "right" if right else "wrong"
+        alone_row = _fraction("1 reading a rival", f"alone on the problems whose draft was {what}", model, seed,
+                              alone, len(subset))
+        if right:
+            target, meets = ">= 0.90", (after / len(subset) >= 0.90) if subset else None
+        else:
+            half = alone_row["value"] / 2 if subset else None
+            target = f">= {half:.3f} (half the independent sample)" if subset else ">= half the independent sample"
+            meets = (after / len(subset) >= half) if subset else None
+        rows.append(_fraction("1 reading a rival", f"after reading a {what} draft's summary", model, seed, after,
+                              len(subset), target, meets))
+        rows.append(alone_row)
+    return rows
+
+
+def protocol_rows(model, seed, solo, cascade, mixture, names) -> list[dict]:
+    """Section 2: the untrained two-pass protocols against the base alone."""
+    base = _by_id(solo)
+    rows = [_fraction("2 protocols", f"{names['solo']} (the base alone)", model, seed,
+                      sum(int(r["correct"]) for r in solo), len(solo))]
+    for key, records in (("cascade", cascade), ("mixture", mixture)):
+        test = mcnemar_exact([int(base[r["id"]]["correct"]) for r in records], [int(r["correct"]) for r in records])
+        k = sum(int(r["correct"]) for r in records)
+        better = k / len(records) > rows[0]["value"]
+        rows.append(_fraction("2 protocols", f"{names[key]} (untrained {key})", model, seed, k, len(records),
+                              f"> {names['solo']}" if key == "mixture" else None,
+                              better if key == "mixture" else None, test["p_value"]))
+    return rows
+
+
+def pair_rows(section_label, model, seed, a: list[tuple], b: list[tuple]) -> list[dict]:
+    """Strength of each, disagreement and failure overlap of two per-problem correctness lists."""
+    (name_a, right_a), (name_b, right_b) = a, b
+    n = len(right_a)
+    disagree = sum(x != y for x, y in zip(right_a, right_b))
+    both_wrong = sum(not x and not y for x, y in zip(right_a, right_b))
+    either_wrong = sum(not x or not y for x, y in zip(right_a, right_b))
+    return [
+        _fraction("3 two adapters", f"{section_label}: {name_a} pass@1", model, seed, sum(right_a), n),
+        _fraction("3 two adapters", f"{section_label}: {name_b} pass@1", model, seed, sum(right_b), n),
+        _fraction("3 two adapters", f"{section_label}: disagreement (one right, one wrong)", model, seed, disagree, n),
+        _fraction("3 two adapters", f"{section_label}: failure overlap (both wrong / either wrong)", model, seed,
+                  both_wrong, either_wrong),
+    ]
+
+
+def _aligned(*record_lists) -> list[list[int]]:
+    ids = [r["id"] for r in record_lists[0]]
+    out = []
+    for records in record_lists:
+        by = _by_id(records)
+        if set(by) != set(ids):
+            raise ValueError("preconditions: two evaluations compared problem by problem hold different problems")
+        out.append([int(by[i]["correct"]) for i in ids])
+    return out
+
+
+def length_rows(model, seed, solo: list[dict]) -> list[dict]:
+    """Section 4: accuracy by quartile of the base's final length (ties stay in one quartile)."""
+    ordered = sorted(solo, key=lambda r: (r["final_length"], r["id"]))
+    rows = []
+    for q in range(4):
+        part = ordered[q * len(ordered) // 4:(q + 1) * len(ordered) // 4]
+        if not part:
+            continue
+        lo, hi = part[0]["final_length"], part[-1]["final_length"]
+        rows.append(_fraction("4 length", f"base accuracy, length quartile {q + 1} ({lo}-{hi} tokens)", model,
+                              seed, sum(int(r["correct"]) for r in part), len(part)))
+    return rows
+
+
+def training_length_rows(metrics_files: list[str]) -> list[dict]:
+    """Section 5: mean completion length per role over the first and last tenth of each cell's steps."""
+    from ..evaluate.records import read_steps
+
+    rows = []
+    for path in sorted(metrics_files):  # results/<run>/train/<model>/<method>/seed<s>/metrics.jsonl
+        cell = Path(path).parent
+        model, method, seed = cell.parent.parent.name, cell.parent.name, int(cell.name.removeprefix("seed"))
+        total = io.read_json(cell / "adapters" / "train_summary.json")["steps"]
+        steps = read_steps(path, total)
+        span = max(1, len(steps) // 10)
+        for role in dict.fromkeys(k for s in steps for k in s["streams"]):
+            means = []
+            for part in (steps[:span], steps[-span:]):
+                lengths = [s["streams"][role]["mean_length"] for s in part if role in s["streams"]]
+                means.append(sum(lengths) / len(lengths) if lengths else None)
+            first, last = means
+            rows.append({"section": "5 length in training", "quantity": f"{method} {role}: mean length, first "
+                         f"{span} -> last {span} step(s)", "model": model, "seed": seed, "k": "", "n": "",
+                         "value": last, "ci_low": first, "ci_high": last,
+                         "target": "", "meets": "", "p_value": None})
+    return rows
+
+
+def build_rows(spec: dict, index, metrics_files: list[str]) -> list[dict]:
+    names = {k: spec[k] for k in KEYS}
+    bench = spec["benchmark"]
+    rows = []
+    for model in spec["models"]:
+        if model in spec.get("absent_models", []):
+            continue
+        for seed in spec["seeds"]:
+            get = lambda e: tables._records(index, model, e, seed, bench)  # noqa: E731
+            solo, cascade, mixture = get(names["solo"]), get(names["cascade"]), get(names["mixture"])
+            rows += rival_rows(model, seed, cascade, mixture)
+            rows += protocol_rows(model, seed, solo, cascade, mixture, names)
+            step0 = [[int(r["stages"][0]["correct"]) for r in solo]]
+            other = _by_id(mixture)
+            step0.append([_stage_correct(other[r["id"]], 1) for r in solo])
+            rows += pair_rows("step 0 (two base samples)", model, seed, ("sample 1", step0[0]),
+                              ("sample 2", step0[1]))
+            for pair, (ea, eb) in (spec.get("pairs") or {}).items():
+                right_a, right_b = _aligned(get(ea), get(eb))
+                rows += pair_rows(f"{pair}, trained", model, seed, (ea, right_a), (eb, right_b))
+            rows += length_rows(model, seed, solo)
+        reference, seeds = spec.get("reference"), spec["seeds"]
+        if reference and len(seeds) >= 2:
+            right_a, right_b = _aligned(*(tables._records(index, model, reference, s, bench) for s in seeds[:2]))
+            rows += pair_rows(f"{reference}, two seeds (reference)", model, f"{seeds[0]},{seeds[1]}",
+                              (f"seed {seeds[0]}", right_a), (f"seed {seeds[1]}", right_b))
+    rows += training_length_rows(metrics_files)
+    return rows
+
+
+def _cell(x, digits=3) -> str:
+    if x is None or x == "":
+        return ""
+    return f"{x:.{digits}f}" if isinstance(x, float) else str(x)
+
+
+HEAD = ["section", "quantity", "model", "seed", "k / n", "value", "95% CI", "target", "meets", "p"]
+
+
+def display(rows: list[dict]) -> list[list[str]]:
+    """The readable cells of each row (md and tex print the same)."""
+    body = []
+    for r in rows:
+        if r["section"].startswith("5"):
+            k_n, value, ci = "", f"{_cell(r['ci_low'], 1)} -> {_cell(r['value'], 1)}", ""
+        else:
+            k_n = f"{r['k']} / {r['n']}"
+            value = _cell(r["value"])
+            ci = f"[{_cell(r['ci_low'])}, {_cell(r['ci_high'])}]" if r["ci_low"] is not None else ""
+        body.append([r["section"], r["quantity"], r["model"], str(r["seed"]), k_n, value, ci, r["target"],
+                     r["meets"], _cell(r["p_value"])])
+    return body
+
+
+def summary_lines(spec: dict, rows: list[dict]) -> list[str]:
+    unmet = [r["quantity"] for r in rows if r["meets"] == "no"]
+    return [f"Benchmark: {spec['benchmark']}. Computed from the run's records (src/agon/report/preconditions.py "
+            "says how each row is counted); section 5 shows first -> last mean length.",
+            f"Targets met: {sum(r['meets'] == 'yes' for r in rows)} of {sum(r['meets'] != '' for r in rows)}"
+            + (f"; not met: {'; '.join(unmet)}." if unmet else ".")]
+
+
+def write_preconditions(spec: dict, record_files: list[str], metrics_files: list[str], out_prefix: Path) -> list:
+    index = tables.index_records(record_files, spec.get("splits"))
+    rows = build_rows(spec, index, metrics_files)
+    out_prefix = Path(out_prefix)
+    body, notes = display(rows), summary_lines(spec, rows)
+    io.write_csv(str(out_prefix) + ".csv", rows, COLUMNS)
+    io.write_text(str(out_prefix) + ".md", "\n".join([f"# {spec['title']}", "", notes[0], ""]
+                                                      + tables.md_table(HEAD, body) + ["", notes[1]]) + "\n")
+    io.write_text(str(out_prefix) + ".tex", tables.tex_table(spec["title"], out_prefix.name, HEAD,
+                                                              ["l"] * len(HEAD), body, notes))
+    return rows

@@ -1,0 +1,109 @@
+"""Table 0 (src/agon/report/preconditions.py) on records whose counts are known by construction."""
+
+from pathlib import Path
+
+import pytest
+
+from agon import io
+from agon.report import preconditions
+
+SPEC = {"title": "Table 0", "kind": "preconditions", "benchmark": "heldout", "models": ["toy"], "seeds": [0],
+        "solo": "zero_shot", "cascade": "untrained_cascade", "mixture": "moa",
+        "pairs": {"agon": ["agon_drafter_a", "agon_drafter_b"]}, "reference": "grpo"}
+IDS = [f"p{i}" for i in range(20)]
+
+
+def stage(correct, length=10):
+    return {"correct": int(correct), "length": length}
+
+
+def write(tmp_path, evaluation, stages_of, seed=0):
+    """stages_of(i) -> stage list for problem i; the record's correct/final_length from the last stage."""
+    records = []
+    for i, pid in enumerate(IDS):
+        stages = stages_of(i)
+        records.append({"id": pid, "difficulty": 1, "stages": stages, "correct": stages[-1]["correct"],
+                        "final_length": stages[-1]["length"], "total_tokens": sum(s["length"] for s in stages),
+                        "evaluation": evaluation, "model": "toy", "seed": seed, "benchmark": "heldout"})
+    path = tmp_path / f"seed{seed}" / f"{evaluation}.heldout.jsonl"
+    io.write_jsonl(path, records)
+    return str(path)
+
+
+@pytest.fixture
+def files(tmp_path):
+    draft = lambda i: i < 10                         # noqa: E731  the base's draft: right on p0-p9
+    return [
+        write(tmp_path, "zero_shot", lambda i: [stage(draft(i), length=i)]),
+        # after a right draft: right on 9 of 10; after a wrong one: right on 2 of 10
+        write(tmp_path, "untrained_cascade", lambda i: [stage(draft(i)), stage(i < 9 or 10 <= i < 12)]),
+        # the independent second proposal: right on p0-p6 and p10-p13; the final stage on p0-p11
+        write(tmp_path, "moa", lambda i: [stage(draft(i)), stage(i < 7 or 10 <= i < 14), stage(i < 12)]),
+        write(tmp_path, "agon_drafter_a", lambda i: [stage(i < 8)]),
+        write(tmp_path, "agon_drafter_b", lambda i: [stage(4 <= i < 12)]),
+    ]
+
+
+def rows_by_quantity(rows):
+    return {r["quantity"]: r for r in rows}
+
+
+def test_each_section_counts_what_it_says(files, tmp_path):
+    rows = preconditions.build_rows(SPEC, preconditions.tables.index_records(files), [])
+    by = rows_by_quantity(rows)
+    right = by["after reading a right draft's summary"]
+    assert (right["k"], right["n"], right["meets"]) == (9, 10, "yes")          # 0.90 >= 0.90
+    assert (by["alone on the problems whose draft was right"]["k"], by["alone on the problems whose draft was right"]["n"]) == (7, 10)
+    wrong = by["after reading a wrong draft's summary"]
+    alone_wrong = by["alone on the problems whose draft was wrong"]
+    assert (wrong["k"], alone_wrong["k"]) == (2, 4)
+    assert wrong["meets"] == "yes" and wrong["target"].startswith(">= 0.200")   # half of 4/10
+    mix = by["moa (untrained mixture)"]
+    assert (mix["k"], mix["n"], mix["meets"]) == (12, 20, "yes")                # 12 > 10 zero-shot
+    assert by["zero_shot (the base alone)"]["k"] == 10
+    # step 0: zero-shot's sample against the mixture's second proposal
+    assert by["step 0 (two base samples): disagreement (one right, one wrong)"]["k"] == 3 + 4
+    # trained: A right on p0-p7, B on p4-p11: disagree on 8, both wrong on 8 of 12 with a failure
+    assert by["agon, trained: disagreement (one right, one wrong)"]["k"] == 8
+    overlap = by["agon, trained: failure overlap (both wrong / either wrong)"]
+    assert (overlap["k"], overlap["n"]) == (8, 16)
+    quartiles = [r for r in rows if r["section"] == "4 length"]
+    assert [r["n"] for r in quartiles] == [5, 5, 5, 5] and quartiles[0]["k"] == 5 and quartiles[-1]["k"] == 0
+    assert not any(r["quantity"].startswith("grpo, two seeds") for r in rows)  # one seed: no reference row
+
+
+def test_two_seeds_add_the_reference_and_training_lengths_come_from_metrics(files, tmp_path):
+    spec = {**SPEC, "seeds": [0, 1], "pairs": {}}
+    more = [write(tmp_path, e, (lambda i: [stage(i < 10)]), seed=1)
+            for e in ("zero_shot", "agon_drafter_a", "agon_drafter_b")]
+    more.append(write(tmp_path, "untrained_cascade", lambda i: [stage(i < 10), stage(i < 10)], seed=1))
+    more.append(write(tmp_path, "moa", lambda i: [stage(1), stage(i < 5), stage(1)], seed=1))
+    grpo = [write(tmp_path, "grpo", lambda i: [stage(i < 10)], seed=0), write(tmp_path, "grpo", lambda i: [stage(i < 5)], seed=1)]
+    cell = tmp_path / "train" / "toy" / "grpo" / "seed0"
+    io.write_jsonl(cell / "metrics.jsonl", [{"step": s, "streams": {"policy:A": {"mean_length": 10.0 + s}}}
+                                            for s in range(20)])
+    io.write_json(cell / "adapters" / "train_summary.json", {"steps": 20})
+    rows = preconditions.build_rows(spec, preconditions.tables.index_records(files + more + grpo),
+                                    [str(cell / "metrics.jsonl")])
+    by = rows_by_quantity(rows)
+    assert by["grpo, two seeds (reference): disagreement (one right, one wrong)"]["k"] == 5
+    length = by["grpo policy:A: mean length, first 2 -> last 2 step(s)"]
+    assert (length["ci_low"], length["value"]) == (10.5, 28.5)
+
+
+def test_the_table_files_are_written(files, tmp_path):
+    out = tmp_path / "tables" / "table0"
+    preconditions.write_preconditions(SPEC, files, [], out)
+    md = Path(str(out) + ".md").read_text()
+    assert "after reading a right draft's summary" in md and "Targets met: 3 of 3." in md
+    assert Path(str(out) + ".tex").read_text().count("\\\\") > 10
+    import csv
+
+    assert len(list(csv.DictReader(open(str(out) + ".csv")))) == len(preconditions.build_rows(
+        SPEC, preconditions.tables.index_records(files), []))
+
+
+def test_a_record_without_its_second_stage_is_an_error_naming_it(files, tmp_path):
+    files[1] = write(tmp_path, "untrained_cascade", lambda i: [stage(1)])
+    with pytest.raises(ValueError, match="record 'p0' of 'untrained_cascade' has 1 stage"):
+        preconditions.build_rows(SPEC, preconditions.tables.index_records(files), [])
