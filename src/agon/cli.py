@@ -315,6 +315,10 @@ def cmd_table(args) -> None:
         from .report.preconditions import write_preconditions
 
         write_preconditions(spec, args.records, args.metrics, Path(args.out_prefix))
+    elif spec.get("kind") == "contrasts":
+        from .report.contrasts import write_contrasts
+
+        write_contrasts(spec, args.records, Path(args.out_prefix))
     else:
         tables.write_table(spec, args.records, Path(args.out_prefix), args.reported)
 

@@ -239,6 +239,14 @@ def _table_problems(name: str, table: dict, config: dict) -> list[str]:
         return out
     if table.get("kind") == "preconditions":
         return _preconditions_problems(where, table, config)
+    if table.get("kind") == "contrasts":
+        out = [f"missing config key(s) '{where}.{k}'" for k in ("models", "benchmark", "contrasts") if k not in table]
+        known = set(config["evaluations"]) | set(config.get("picks", {}))
+        out += [f"{where}.contrasts: unknown evaluation or pick {x!r}" for pair in table.get("contrasts", [])
+                for x in pair if x not in known]
+        if "benchmark" in table and table["benchmark"] not in config["benchmarks"]:
+            out.append(f"{where}.benchmark: unknown benchmark {table['benchmark']!r}")
+        return out
     for key in ("models", "rows"):
         if key not in table:
             out.append(f"missing config key(s) '{where}.{key}'")

@@ -270,6 +270,10 @@ def table_needs(table):
         from agon.report.preconditions import evaluations
 
         return [(e, t["benchmark"]) for e in evaluations(t)]
+    if table_kind(table) == "contrasts":  # each contrast's two rows (a pick: its candidates)
+        from agon.report.contrasts import evaluations
+
+        return row_needs(evaluations(t), [t["benchmark"]], t.get("select_on", "validation"))
     return row_needs(t["rows"], table_benchmarks(t), t.get("select_on", "validation"))
 
 
@@ -340,7 +344,8 @@ def table_spec(wc):
     return spec_json({
         **t,
         "seeds": config["seeds"],
-        "picks": {row: picks[row] for row in t.get("rows", []) if row in picks},
+        "picks": {row: picks[row] for row in t.get("rows", []) + [x for c in t.get("contrasts", []) for x in c]
+                  if row in picks},
         "paper_models": {m: config["models"][m].get("paper_model") for m in table_models(wc.table)},
         "absent_models": [m for m in t["models"] if m not in config["models"]],
         "splits": table_splits(wc),

@@ -376,6 +376,14 @@ def notes(spec: dict, rows: list[dict]) -> list[str]:
     if spec.get("unisolated_code"):
         out.append("Code was graded with rlimits alone, WITHOUT the sandbox's isolation "
                    "(config `sandbox.isolation: rlimits`): programs could read and reach what the user can.")
+    if "shared_rival" in spec.get("rows", []):
+        out.append("shared_rival: one draft per problem is every rollout's rival. The paper calls it "
+                   "inert by construction; that holds only where the rival is right, or where the "
+                   "format term is constant within the group. Where the shared rival is wrong, "
+                   "its reward 3c + lambda phi is coop's with the format weight cut to 2/3, so its "
+                   "advantages differ from coop's whenever correctness and format both vary in the group "
+                   "(tests/test_rewards.py; the training metrics count such groups per step: "
+                   "groups_unlike_coop, max_gap_to_coop).")
     if any(r.get("_absent") for r in rows):
         absent = ", ".join(dict.fromkeys(r["model"] for r in rows if r.get("_absent")))
         out.append(f"`{ABSENT}`: no model of this run stands for {absent}; only the paper's "

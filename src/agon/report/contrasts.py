@@ -1,0 +1,102 @@
+"""The headline contrasts over training seeds: one row per (a, b) of `contrasts`.
+
+A contrast compares two table rows (evaluations or picks; a pick is a pair's cascade
+direction chosen on `select_on`, per seed, as in the results tables) on the same
+problems. Per contrast:
+
+  per seed      pass@1(a) - pass@1(b), with each seed's exact McNemar p-value;
+  mean_diff     the mean of the per-seed differences;
+  ci_low/high   a 95% Student-t interval of that mean over seeds (seeds are the sample:
+                run-to-run noise; none with one seed);
+  pooled test   an exact McNemar test on every seed's problems pooled: the discordant
+                problems of all seeds together (under H0, each is a fair coin in every
+                seed, so the pooled count is binomial too): only_a, only_b, p_pooled.
+
+Nothing is averaged away: the per-seed differences are printed beside the mean.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .. import io
+from ..evaluate.stats import mcnemar_exact, paired_by_id, seed_mean_interval
+from . import tables
+
+COLUMNS = ["a", "b", "model", "benchmark", "seeds", "per_seed_diff", "per_seed_p", "mean_diff", "ci_low",
+           "ci_high", "only_a", "only_b", "n_pooled", "p_pooled", "selected"]
+
+
+def evaluations(spec: dict) -> list[str]:
+    """The rows the table reads (each contrast's two sides, in order)."""
+    return list(dict.fromkeys(x for pair in spec["contrasts"] for x in pair))
+
+
+def _resolve(index, spec, model, name, seed) -> tuple[str, list[dict]]:
+    picks = spec.get("picks", {})
+    bench = spec["benchmark"]
+    evaluation = (tables.pick(index, model, picks[name], seed, spec.get("select_on", "validation"))
+                  if name in picks else name)
+    return evaluation, tables._records(index, model, evaluation, seed, bench)
+
+
+def build_rows(spec: dict, index) -> list[dict]:
+    rows = []
+    for model in spec["models"]:
+        if model in spec.get("absent_models", []):
+            continue
+        for a, b in spec["contrasts"]:
+            diffs, ps, pooled_a, pooled_b, chosen = [], [], [], [], []
+            for seed in spec["seeds"]:
+                ea, ra = _resolve(index, spec, model, a, seed)
+                eb, rb = _resolve(index, spec, model, b, seed)
+                paired = paired_by_id(ra, rb)
+                test = mcnemar_exact(paired.a, paired.b)
+                diffs.append(test["diff"])
+                ps.append(test["p_value"])
+                pooled_a += paired.a
+                pooled_b += paired.b
+                chosen += [f"{name} -> {ev} (seed {seed})" for name, ev in ((a, ea), (b, eb)) if name != ev]
+            pooled = mcnemar_exact(pooled_a, pooled_b)
+            interval = seed_mean_interval(diffs)
+            rows.append({"a": a, "b": b, "model": model, "benchmark": spec["benchmark"],
+                         "seeds": " ".join(map(str, spec["seeds"])),
+                         "per_seed_diff": " ".join(f"{d:+.3f}" for d in diffs),
+                         "per_seed_p": " ".join(f"{p:.3g}" for p in ps),
+                         "mean_diff": sum(diffs) / len(diffs),
+                         "ci_low": interval[0] if interval else None, "ci_high": interval[1] if interval else None,
+                         "only_a": pooled["only_a"], "only_b": pooled["only_b"], "n_pooled": pooled["n"],
+                         "p_pooled": pooled["p_value"], "selected": "; ".join(chosen)})
+    return rows
+
+
+HEAD = ["contrast", "model", "seeds", "per-seed diff (pp)", "mean diff (pp)", "95% CI over seeds",
+        "only a / only b (pooled)", "p (pooled McNemar)"]
+
+
+def display(rows: list[dict]) -> list[list[str]]:
+    body = []
+    for r in rows:
+        ci = (f"[{100 * r['ci_low']:+.1f}, {100 * r['ci_high']:+.1f}]" if r["ci_low"] is not None
+              else "one seed: none")
+        per_seed = " ".join(f"{100 * float(d):+.1f}" for d in r["per_seed_diff"].split())
+        body.append([f"{r['a']} vs {r['b']}", r["model"], r["seeds"], per_seed, f"{100 * r['mean_diff']:+.1f}", ci,
+                     f"{r['only_a']} / {r['only_b']}", f"{r['p_pooled']:.3g}"])
+    return body
+
+
+def write_contrasts(spec: dict, record_files: list[str], out_prefix: Path) -> list[dict]:
+    index = tables.index_records(record_files, spec.get("splits"))
+    rows = build_rows(spec, index)
+    out_prefix = Path(out_prefix)
+    notes = [f"Benchmark: {spec['benchmark']}. A difference is pass@1(a) - pass@1(b) in percentage points on "
+             "the same problems; its interval is a 95% Student-t interval of the mean over seeds; the test pools "
+             "every seed's problems into one exact McNemar test (src/agon/report/contrasts.py). A pair's row uses "
+             f"the cascade direction chosen on {spec.get('select_on', 'validation')}, per seed."]
+    io.write_csv(str(out_prefix) + ".csv", rows, COLUMNS)
+    body = display(rows)
+    io.write_text(str(out_prefix) + ".md", "\n".join([f"# {spec['title']}", "", notes[0], ""]
+                                                     + tables.md_table(HEAD, body)) + "\n")
+    io.write_text(str(out_prefix) + ".tex", tables.tex_table(spec["title"], out_prefix.name, HEAD,
+                                                             ["l"] * len(HEAD), body, notes))
+    return rows
