@@ -8,7 +8,8 @@ A randomly initialised Qwen3-architecture model at Qwen3-0.6B's width and vocabu
 (hidden 1024, 16 heads, 8 KV heads, head_dim 128, 151,936 tokens; fewer layers), in bf16
 on the device, runs:
   * GRPO steps and Agon steps through agon's Trainer (transformers generation, the
-    micro-batched loss, AdamW, adapter sync), then
+    micro-batched loss with paper.yaml's gradient checkpointing and LoRA targets, AdamW,
+    adapter sync), then
   * an evaluation of the trained adapters (a cascade and a single pass, through
     agon.evaluate.protocols as `agon evaluate` runs them), then
   * benchmarks/loss_memory.py at the same width, vocabulary and dtype.
@@ -224,7 +225,7 @@ def main() -> int:
         train_cfg = {"problems_per_step": per_step, "epochs": 1, "lr": 5e-5, "warmup_ratio": 0.1,
                      "weight_decay": 0.0, "max_grad_norm": 1.0, "loss_type": "dapo", "clip_low": 0.2,
                      "clip_high": 0.2, "beta": 0.0, "lam": 0.5, "adapter_a_init_sigma": 0.001,
-                     "checkpoint_every": 10, "loss_micro_batch_tokens": 16384,
+                     "checkpoint_every": 10, "loss_micro_batch_tokens": 16384, "gradient_checkpointing": True,
                      "lora": {"rank": 16, "alpha": 32, "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj",
                                                                           "gate_proj", "up_proj", "down_proj"]}}
         sampling = {"temperature": 0.6, "top_p": 0.95, "max_new_tokens": max_new}

@@ -102,10 +102,15 @@ def test_gradient_checkpointing_gives_the_same_gradient(tiny_base):  # noqa: F81
         base, tok_ = load_base(tiny_base)
         trainer = Trainer(base, tok_, PromptFormat("toy"), {**TRAIN, "gradient_checkpointing": checkpointing},
                           {"kind": "grpo", "group_size": 4}, SAMPLING, seed=3)
+        calls = []
+        for layer in trainer.checkpointed:  # count the checkpointed layer calls
+            inner = layer._gradient_checkpointing_func
+            layer._gradient_checkpointing_func = lambda *a, inner=inner, **k: calls.append(1) or inner(*a, **k)
         loss, _, _ = trainer._micro_batch_loss("A", completions, adv)
+        assert len(calls) == (len(trainer.checkpointed) if checkpointing else 0)
         loss.backward()
         got[checkpointing] = grads(trainer, "A")
-        assert not trainer.policies.model.training  # back in eval mode for sampling
+        assert not any(m.training for m in trainer.policies.model.modules())  # eval mode throughout
     layers = [m for m in base.modules() if hasattr(m, "gradient_checkpointing")]
     assert layers and all(m.gradient_checkpointing for m in layers)  # the last base: checkpointed
     assert got[False] and set(got[False]) == set(got[True])

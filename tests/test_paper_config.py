@@ -82,7 +82,8 @@ def test_table_names_and_rows_mirror_the_embedded_default(config):
     default = load_config(ROOT / "config" / "config.yaml")
     for name, table in default["tables"].items():
         assert name in config["tables"], f"{name} is in config.yaml but not in paper.yaml"
-        assert table.get("rows") == config["tables"][name].get("rows"), name
+        for key in ("rows", "kind", "contrasts", "pairs"):
+            assert table.get(key) == config["tables"][name].get(key), (name, key)
     assert "table6_code" in config["tables"]
     assert set((default.get("figures") or {})) <= set(config["figures"])
 

@@ -172,6 +172,7 @@ class LoraPolicies:
         # freeze the inactive ones, so we select adapters without it.
         for pname, param in self.model.named_parameters():
             param.requires_grad_("lora_" in pname)
+        self.model.eval()  # peft makes its LoRA modules in training mode; nothing here trains in it
 
     def parameters(self, name: str) -> list[torch.nn.Parameter]:
         return [p for n, p in self.model.named_parameters() if f".{name}." in n and "lora_" in n]

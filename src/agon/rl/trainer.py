@@ -183,11 +183,17 @@ class Trainer:
         self.method_fn = methods_mod.METHODS[method["kind"]]
         self.adapters = methods_mod.adapters_for(method)
         init = {"A": train_cfg["adapter_a_init_sigma"] if len(self.adapters) == 2 else 0.0, "B": 0.0}
-        # transformers checkpoints its decoder layers only in training mode: the loss pass then
-        # runs in train() mode (every model here has zero dropout, so only the memory differs)
-        self.checkpointing = bool(train_cfg.get("gradient_checkpointing", False))
-        if self.checkpointing:
+        # transformers (GradientCheckpointingLayer, 5.x) checkpoints a decoder layer only while
+        # that layer's own `training` flag is set: during the loss, those flags alone are set, and
+        # every module inside stays in eval mode (no dropout: the gradient is the one without)
+        self.checkpointed: list[torch.nn.Module] = []
+        if train_cfg.get("gradient_checkpointing", False):
+            from transformers.modeling_layers import GradientCheckpointingLayer
+
             base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            self.checkpointed = [m for m in base.modules() if isinstance(m, GradientCheckpointingLayer)]
+            if not self.checkpointed:
+                raise ValueError("train.gradient_checkpointing: this model has no layer transformers can checkpoint")
         self.policies = LoraPolicies(base, self.adapters, train_cfg["lora"], init, seed)
         self.optimizers = {
             name: torch.optim.AdamW(self.policies.parameters(name), lr=train_cfg["lr"],
@@ -305,11 +311,15 @@ class Trainer:
     def _micro_batch_loss(self, adapter: str, completions, advantages):
         """(the micro-batch's policy loss as policy_loss normalises it, its mask, its clip fraction)."""
         device = next(self.policies.model.parameters()).device
-        self.policies.model.train(self.checkpointing)
-        with self.policies.use(adapter) as model, precision.autocast(self.precision, device.type):
-            logp, mask = sequence_logps(model, completions, self.sampling["temperature"],
-                                        self.tokenizer.pad_token_id)
-        self.policies.model.eval()
+        for layer in self.checkpointed:
+            layer.training = True
+        try:
+            with self.policies.use(adapter) as model, precision.autocast(self.precision, device.type):
+                logp, mask = sequence_logps(model, completions, self.sampling["temperature"],
+                                            self.tokenizer.pad_token_id)
+        finally:
+            for layer in self.checkpointed:
+                layer.training = False
         ref_logp = None
         if self.cfg["beta"]:
             with torch.no_grad(), self.policies.use(None) as model, precision.autocast(self.precision, device.type):
