@@ -46,8 +46,7 @@ _FORMAT_RE = re.compile(
 # markers ("R:" introduces the rival's attempt); chat models get the paper's
 # instructions in words (see CHAT_* below).
 TOY_PLAIN = "Q: {question}\n"
-TOY_WITH_ATTEMPT = "Q: {question}\nR: {attempt}\n"
-# several attempts (the mixture's final pass): one "R:" line each, in order
+TOY_WITH_ATTEMPT = "Q: {question}\nR: {attempt}\n"  # several attempts: one "R:" line each, in order
 
 CHAT_SYSTEM = (
     "Reason privately inside <think> </think>, then write a short summary of your "
