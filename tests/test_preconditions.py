@@ -107,3 +107,27 @@ def test_a_record_without_its_second_stage_is_an_error_naming_it(files, tmp_path
     files[1] = write(tmp_path, "untrained_cascade", lambda i: [stage(1)])
     with pytest.raises(ValueError, match="record 'p0' of 'untrained_cascade' has 1 stage"):
         preconditions.build_rows(SPEC, preconditions.tables.index_records(files), [])
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("cascade", "zero_shot", "tables.table0_preconditions.cascade: 'zero_shot' must be an untrained cascade"),
+    ("mixture", "nope", "tables.table0_preconditions.mixture: unknown evaluation 'nope'"),
+    ("pairs", {"agon": ["agon_drafter_a", "coop_drafter_b"]}, "both evaluations must come from one method"),
+    ("reference", "agon_ab", "tables.table0_preconditions.reference: 'agon_ab' must be a trained single-pass"),
+])
+def test_a_wrong_role_in_table_0_is_a_config_error_naming_the_key(key, value, message):
+    from agon import config as cfg
+
+    config = cfg.load(Path(__file__).resolve().parents[1] / "config" / "config.yaml")
+    config["tables"]["table0_preconditions"][key] = value
+    with pytest.raises(cfg.ConfigError, match=message.replace("(", r"\(").replace("[", r"\[")):
+        cfg.validate(config, "config.yaml")
+
+
+def test_an_unknown_contrast_row_is_a_config_error():
+    from agon import config as cfg
+
+    config = cfg.load(Path(__file__).resolve().parents[1] / "config" / "config.yaml")
+    config["tables"]["table9_contrasts"]["contrasts"].append(["agon", "gpro"])
+    with pytest.raises(cfg.ConfigError, match="table9_contrasts.contrasts: unknown evaluation or pick 'gpro'"):
+        cfg.validate(config, "config.yaml")

@@ -149,10 +149,9 @@ def cmd_train(args) -> None:
     from .evaluate.records import read_steps
     from .generate import make_backend
     from .models import load_for_job
+    from .device import limit_trainer_memory
     from .rl.trainer import Trainer
     from .verify.grading import Grader
-
-    from .device import limit_trainer_memory
 
     spec = _spec(args.spec)
     _threads(spec["threads"])

@@ -13,6 +13,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from .device import config_problems as device_config_problems
 from .model_sources import check_model
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "config" / "schema.yaml"
@@ -198,9 +199,7 @@ def check_references(config: dict, source: str = "config") -> None:
         problems += _table_problems(name, table, config)
     problems += _figure_problems(config)
     problems += _split_problems(config)
-    from .device import config_problems
-
-    problems += config_problems(config)  # device, backend and the GPU's memory split
+    problems += device_config_problems(config)  # device, backend and the GPU's memory split
     if problems:
         _raise([(_key_of(config, p), p) for p in problems], source)
 
@@ -240,13 +239,7 @@ def _table_problems(name: str, table: dict, config: dict) -> list[str]:
     if table.get("kind") == "preconditions":
         return _preconditions_problems(where, table, config)
     if table.get("kind") == "contrasts":
-        out = [f"missing config key(s) '{where}.{k}'" for k in ("models", "benchmark", "contrasts") if k not in table]
-        known = set(config["evaluations"]) | set(config.get("picks", {}))
-        out += [f"{where}.contrasts: unknown evaluation or pick {x!r}" for pair in table.get("contrasts", [])
-                for x in pair if x not in known]
-        if "benchmark" in table and table["benchmark"] not in config["benchmarks"]:
-            out.append(f"{where}.benchmark: unknown benchmark {table['benchmark']!r}")
-        return out
+        return _contrasts_problems(where, table, config)
     for key in ("models", "rows"):
         if key not in table:
             out.append(f"missing config key(s) '{where}.{key}'")
@@ -276,6 +269,17 @@ def _table_problems(name: str, table: dict, config: dict) -> list[str]:
         for ours in paper_bench:
             if ours not in benchmarks:
                 out.append(f"{where}.paper.benchmark: {ours!r} is not one of the table's benchmarks")
+    return out
+
+
+def _contrasts_problems(where: str, table: dict, config: dict) -> list[str]:
+    """Table 9's contrasts name rows (evaluations or picks) on one benchmark."""
+    out = [f"missing config key(s) '{where}.{k}'" for k in ("models", "benchmark", "contrasts") if k not in table]
+    known = set(config["evaluations"]) | set(config.get("picks", {}))
+    out += [f"{where}.contrasts: unknown evaluation or pick {x!r}" for pair in table.get("contrasts", [])
+            for x in pair if x not in known]
+    if "benchmark" in table and table["benchmark"] not in config["benchmarks"]:
+        out.append(f"{where}.benchmark: unknown benchmark {table['benchmark']!r}")
     return out
 
 
