@@ -67,7 +67,8 @@ def generate(model, tokenizer, prompts: list[str], sampling: dict, seed: int, st
             todo.append(i)
     for start in range(0, len(todo), batch_size):
         chunk = todo[start:start + batch_size]
-        enc = tokenizer([prompts[i] for i in chunk], return_tensors="pt", padding=True, add_special_tokens=False)
+        # the ids encoded above, left-padded (the tokenizer's padding side): each prompt is encoded once
+        enc = tokenizer.pad({"input_ids": [encoded[i] for i in chunk]}, return_tensors="pt")
         enc = {k: v.to(model.device) for k, v in enc.items()}
         greedy = sampling["temperature"] == 0
         gen = model.generate(

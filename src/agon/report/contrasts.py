@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import io
 from ..evaluate.stats import mcnemar_exact, paired_by_id, seed_mean_interval
 from . import tables
 
@@ -88,15 +87,9 @@ def display(rows: list[dict]) -> list[list[str]]:
 def write_contrasts(spec: dict, record_files: list[str], out_prefix: Path) -> list[dict]:
     index = tables.index_records(record_files, spec.get("splits"))
     rows = build_rows(spec, index)
-    out_prefix = Path(out_prefix)
     notes = [f"Benchmark: {spec['benchmark']}. A difference is pass@1(a) - pass@1(b) in percentage points on "
              "the same problems; its interval is a 95% Student-t interval of the mean over seeds; the test pools "
              "every seed's problems into one exact McNemar test (src/agon/report/contrasts.py). A pair's row uses "
              f"the cascade direction chosen on {spec.get('select_on', 'validation')}, per seed."]
-    io.write_csv(str(out_prefix) + ".csv", rows, COLUMNS)
-    body = display(rows)
-    io.write_text(str(out_prefix) + ".md", "\n".join([f"# {spec['title']}", "", notes[0], ""]
-                                                     + tables.md_table(HEAD, body)) + "\n")
-    io.write_text(str(out_prefix) + ".tex", tables.tex_table(spec["title"], out_prefix.name, HEAD,
-                                                             ["l"] * len(HEAD), body, notes))
+    tables.write_plain_table(out_prefix, spec["title"], rows, COLUMNS, HEAD, display(rows), notes)
     return rows

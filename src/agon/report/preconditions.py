@@ -238,11 +238,5 @@ def summary_lines(spec: dict, rows: list[dict]) -> list[str]:
 def write_preconditions(spec: dict, record_files: list[str], metrics_files: list[str], out_prefix: Path) -> list:
     index = tables.index_records(record_files, spec.get("splits"))
     rows = build_rows(spec, index, metrics_files)
-    out_prefix = Path(out_prefix)
-    body, notes = display(rows), summary_lines(spec, rows)
-    io.write_csv(str(out_prefix) + ".csv", rows, COLUMNS)
-    io.write_text(str(out_prefix) + ".md", "\n".join([f"# {spec['title']}", "", notes[0], ""]
-                                                      + tables.md_table(HEAD, body) + ["", notes[1]]) + "\n")
-    io.write_text(str(out_prefix) + ".tex", tables.tex_table(spec["title"], out_prefix.name, HEAD,
-                                                              ["l"] * len(HEAD), body, notes))
+    tables.write_plain_table(out_prefix, spec["title"], rows, COLUMNS, HEAD, display(rows), summary_lines(spec, rows))
     return rows

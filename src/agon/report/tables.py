@@ -461,6 +461,17 @@ def to_tex(title: str, rows: list[dict], spec: dict, label: str) -> str:
     return tex_table(title, label, head, aligns, body, [_benchmark_line(spec)] + notes(spec, rows), breaks)
 
 
+def write_plain_table(out_prefix: Path, title: str, rows: list[dict], csv_columns: list[str], head: list[str],
+                      body: list[list[str]], notes: list[str]) -> None:
+    """<out_prefix>.csv (every column of `rows`), .md and .tex (`head` and `body`, one text column
+    each), written atomically. In the md file the first note precedes the table, the others follow."""
+    out_prefix = Path(out_prefix)
+    io.write_csv(str(out_prefix) + ".csv", rows, csv_columns)
+    md = [f"# {title}", "", notes[0], ""] + md_table(head, body) + ([""] + notes[1:] if notes[1:] else [])
+    io.write_text(str(out_prefix) + ".md", "\n".join(md) + "\n")
+    io.write_text(str(out_prefix) + ".tex", tex_table(title, out_prefix.name, head, ["l"] * len(head), body, notes))
+
+
 def write_table(spec: dict, record_files: list[str], out_prefix: Path, reported_path=None) -> list[dict]:
     """Rows from records; <out_prefix>.csv, .md and .tex written atomically."""
     index = index_records(record_files, spec.get("splits"))
