@@ -351,7 +351,8 @@ def test_the_engine_sleeps_through_the_loss_and_wakes_to_sample(fake_vllm, base_
     backend.sample("B", ["Q: 1\n"], SAMPLING, seed=0)
     assert events == [("sleep", 1), ("wake_up",)]
     backend.close()
-    plain = make_backend({**spec, "generation": {"backend": "vllm"}}, policies.model, tok, "fp32")
+    plain = make_backend({**spec, "generation": {"backend": "vllm", "adapter_root": str(tmp_path / "root")}},
+                         policies.model, tok, "fp32")
     plain.release_memory()
     assert events == [("sleep", 1), ("wake_up",)] and "enable_sleep_mode" not in fake_vllm.llm_kwargs
     plain.close()

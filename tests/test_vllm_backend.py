@@ -3,6 +3,7 @@ plus one real-engine test for GPU machines with vLLM installed."""
 
 import importlib.util
 import json
+import os
 import sys
 import types
 from pathlib import Path
@@ -132,7 +133,7 @@ def test_default_adapter_root_prefers_tmpfs():
     root = vb.default_adapter_root()
     if Path("/dev/shm").is_dir():
         assert root.parent == Path("/dev/shm")
-    assert root.name == "agon-vllm"
+    assert root.name == f"agon-vllm-{os.getuid()}"  # per user: another user's folder would refuse this one
 
 
 # --- missing vLLM -----------------------------------------------------------

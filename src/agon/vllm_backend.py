@@ -220,11 +220,13 @@ def to_completion(prompt: str, request_output, eos_ids: Iterable[int], tokenizer
 # --- versioned adapter directories -----------------------------------------
 
 def default_adapter_root() -> Path:
-    """tmpfs when the machine has one (adapters are rewritten every step), else the temp dir."""
+    """tmpfs when the machine has one (adapters are rewritten every step), else the temp dir;
+    one folder per user: a folder another user made there (mode 755) would refuse this one's jobs."""
+    name = f"agon-vllm-{os.getuid()}"
     shm = Path("/dev/shm")
     if shm.is_dir() and os.access(shm, os.W_OK):
-        return shm / "agon-vllm"
-    return Path(tempfile.gettempdir()) / "agon-vllm"
+        return shm / name
+    return Path(tempfile.gettempdir()) / name
 
 
 @dataclass(frozen=True)
@@ -304,7 +306,7 @@ class VllmBackend:
     lora:         the training LoRA config ({rank, ...}); sets max_lora_rank
     engine:       extra `vllm.LLM` keyword arguments from the config, e.g.
                   {gpu_memory_utilization: 0.3, max_model_len: 4096, dtype: bfloat16}
-    adapter_root: where adapter versions are written (None: /dev/shm/agon-vllm, else temp dir)
+    adapter_root: where adapter versions are written (None: /dev/shm/agon-vllm-<uid>, else temp dir)
 
     Call `sync(policies)` once before the first `sample` that names an adapter
     (the trainer's initial adapters), then after every optimizer step.
