@@ -9,12 +9,12 @@ from agon.report import preconditions
 
 SPEC = {"title": "Table 0", "kind": "preconditions", "benchmark": "heldout", "models": ["toy"], "seeds": [0],
         "solo": "zero_shot", "cascade": "untrained_cascade", "mixture": "moa",
-        "pairs": {"agon": ["agon_drafter_a", "agon_drafter_b"]}, "reference": "grpo"}
+        "pairs": {"agon": ["agon_drafter_a", "agon_drafter_b"]}, "reference": "grpo", "retraction": " no"}
 IDS = [f"p{i}" for i in range(20)]
 
 
-def stage(correct, length=10):
-    return {"correct": int(correct), "length": length}
+def stage(correct, length=10, truncated=False, completion=""):
+    return {"correct": int(correct), "length": length, "truncated": truncated, "completion": completion}
 
 
 def write(tmp_path, evaluation, stages_of, seed=0):
@@ -34,7 +34,9 @@ def write(tmp_path, evaluation, stages_of, seed=0):
 def files(tmp_path):
     draft = lambda i: i < 10                         # noqa: E731  the base's draft: right on p0-p9
     return [
-        write(tmp_path, "zero_shot", lambda i: [stage(draft(i), length=i)]),
+        # zero-shot: wrong on p10-p19, of which p15-p19 hit the cap; p0-p3 retracted a try first
+        write(tmp_path, "zero_shot", lambda i: [stage(draft(i), length=i, truncated=i >= 15,
+                                                      completion="1|2 no;2|2" if i < 4 else "2|2")]),
         # after a right draft: right on 9 of 10; after a wrong one: right on 2 of 10
         write(tmp_path, "untrained_cascade", lambda i: [stage(draft(i)), stage(i < 9 or 10 <= i < 12)]),
         # the independent second proposal: right on p0-p6 and p10-p13; the final stage on p0-p11
@@ -60,14 +62,19 @@ def test_each_section_counts_what_it_says(files, tmp_path):
     assert wrong["meets"] == "yes" and wrong["target"].startswith(">= 0.200")   # half of 4/10
     mix = by["moa (untrained mixture)"]
     assert (mix["k"], mix["n"], mix["meets"]) == (12, 20, "yes")                # 12 > 10 zero-shot
-    assert by["zero_shot (the base alone)"]["k"] == 10
+    solo = by["zero_shot (the base alone)"]
+    assert (solo["k"], solo["target"], solo["meets"]) == (10, "0.30 - 0.55", "yes")
     # step 0: zero-shot's sample against the mixture's second proposal
     assert by["step 0 (two base samples): disagreement (one right, one wrong)"]["k"] == 3 + 4
     # trained: A right on p0-p7, B on p4-p11: disagree on 8, both wrong on 8 of 12 with a failure
     assert by["agon, trained: disagreement (one right, one wrong)"]["k"] == 8
     overlap = by["agon, trained: failure overlap (both wrong / either wrong)"]
     assert (overlap["k"], overlap["n"]) == (8, 16)
-    quartiles = [r for r in rows if r["section"] == "4 length"]
+    cut = by["base's wrong completions cut by the token cap"]
+    assert (cut["k"], cut["n"]) == (5, 10)
+    paid = by["base's correct completions that retracted first ('no')"]
+    assert (paid["k"], paid["n"], paid["meets"]) == (4, 10, "yes")   # Clopper-Pearson low end of 4/10 > 0
+    quartiles = [r for r in rows if "quartile" in r["quantity"]]
     assert [r["n"] for r in quartiles] == [5, 5, 5, 5] and quartiles[0]["k"] == 5 and quartiles[-1]["k"] == 0
     assert not any(r["quantity"].startswith("grpo, two seeds") for r in rows)  # one seed: no reference row
 
@@ -95,7 +102,7 @@ def test_the_table_files_are_written(files, tmp_path):
     out = tmp_path / "tables" / "table0"
     preconditions.write_preconditions(SPEC, files, [], out)
     md = Path(str(out) + ".md").read_text()
-    assert "after reading a right draft's summary" in md and "Targets met: 3 of 3." in md
+    assert "after reading a right draft's summary" in md and "Targets met: 5 of 5." in md
     assert Path(str(out) + ".tex").read_text().count("\\\\") > 10
     import csv
 
@@ -131,3 +138,12 @@ def test_an_unknown_contrast_row_is_a_config_error():
     config["tables"]["table9_contrasts"]["contrasts"].append(["agon", "gpro"])
     with pytest.raises(cfg.ConfigError, match="table9_contrasts.contrasts: unknown evaluation or pick 'gpro'"):
         cfg.validate(config, "config.yaml")
+
+
+def test_no_retraction_in_any_right_completion_does_not_meet(files, tmp_path):
+    spec = {**SPEC, "retraction": " never"}
+    by = rows_by_quantity(preconditions.build_rows(spec, preconditions.tables.index_records(files), []))
+    paid = by["base's correct completions that retracted first ('never')"]
+    assert (paid["k"], paid["n"], paid["meets"]) == (0, 10, "no")
+    assert not any("retracted" in q for q in rows_by_quantity(preconditions.build_rows(
+        {k: v for k, v in SPEC.items() if k != "retraction"}, preconditions.tables.index_records(files), [])))

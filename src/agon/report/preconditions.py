@@ -15,15 +15,20 @@ is computed from per-problem records (and, for section 5, training metrics):
                       half the independent sample's accuracy on those problems.
   2 protocols         the untrained cascade and mixture against the base alone (`solo`):
                       pass@1 with its interval, the difference and an exact McNemar p.
-                      Target: the mixture above zero-shot.
+                      Targets: the base alone between 30% and 55% (RL has headroom and
+                      signal), the mixture above it.
   3 two adapters      strength (pass@1 of each) and how differently they fail: the
                       disagreement rate (one right, the other wrong) and the overlap of
                       failures (both wrong / either wrong), at step 0 (two independent
                       base samples: `solo` and the mixture's second proposal) and after
                       training (each pair's drafters alone, `pairs`), beside two seeds of
                       `reference` (GRPO) when the run has two seeds.
-  4 length            the base's accuracy by quartile of its completion length: whether
-                      writing more can buy accuracy at all.
+  4 length            whether writing more can buy accuracy at all: the base's accuracy by
+                      quartile of its completion length; its wrong completions cut by the
+                      token cap (more room might have answered them); and, where the spec
+                      names the world's `retraction` marker, the share of its correct
+                      completions that retracted something first (a retry that paid).
+                      Target: that share above zero (its interval's low end > 0).
   5 length in training  each cell's mean completion length per role over its first and
                       last steps (a tenth of the run each, at least one step).
 
@@ -41,6 +46,8 @@ from . import tables
 COLUMNS = ["section", "quantity", "model", "seed", "k", "n", "value", "ci_low", "ci_high", "target", "meets",
            "p_value"]
 KEYS = ("solo", "cascade", "mixture")
+SOLO_RANGE = (0.30, 0.55)  # headroom for RL, and enough right answers for a reward signal
+SOLO_RANGE_TEXT = "0.30 - 0.55"
 
 
 def evaluations(spec: dict) -> list[str]:
@@ -96,8 +103,9 @@ def rival_rows(model, seed, cascade: list[dict], mixture: list[dict]) -> list[di
 def protocol_rows(model, seed, solo, cascade, mixture, names) -> list[dict]:
     """Section 2: the untrained two-pass protocols against the base alone."""
     base = _by_id(solo)
-    rows = [_fraction("2 protocols", f"{names['solo']} (the base alone)", model, seed,
-                      sum(int(r["correct"]) for r in solo), len(solo))]
+    k = sum(int(r["correct"]) for r in solo)
+    rows = [_fraction("2 protocols", f"{names['solo']} (the base alone)", model, seed, k, len(solo),
+                      SOLO_RANGE_TEXT, SOLO_RANGE[0] <= k / len(solo) <= SOLO_RANGE[1] if solo else None)]
     for key, records in (("cascade", cascade), ("mixture", mixture)):
         test = mcnemar_exact([int(base[r["id"]]["correct"]) for r in records], [int(r["correct"]) for r in records])
         k = sum(int(r["correct"]) for r in records)
@@ -135,8 +143,9 @@ def _aligned(*record_lists) -> list[list[int]]:
     return out
 
 
-def length_rows(model, seed, solo: list[dict]) -> list[dict]:
-    """Section 4: accuracy by quartile of the base's final length (ties stay in one quartile)."""
+def length_rows(model, seed, solo: list[dict], retraction: str | None = None) -> list[dict]:
+    """Section 4: accuracy by quartile of the base's final length (ties stay in one quartile),
+    wrong completions cut by the cap, and correct ones that retracted first (`retraction`)."""
     ordered = sorted(solo, key=lambda r: (r["final_length"], r["id"]))
     rows = []
     for q in range(4):
@@ -146,6 +155,16 @@ def length_rows(model, seed, solo: list[dict]) -> list[dict]:
         lo, hi = part[0]["final_length"], part[-1]["final_length"]
         rows.append(_fraction("4 length", f"base accuracy, length quartile {q + 1} ({lo}-{hi} tokens)", model,
                               seed, sum(int(r["correct"]) for r in part), len(part)))
+    final = [r["stages"][-1] for r in solo]
+    wrong = [s for s in final if not s["correct"]]
+    rows.append(_fraction("4 length", "base's wrong completions cut by the token cap", model, seed,
+                          sum(bool(s["truncated"]) for s in wrong), len(wrong)))
+    if retraction:
+        right = [s for s in final if s["correct"]]
+        paid = sum(retraction in s["completion"] for s in right)
+        low = clopper_pearson(paid, len(right))[0] if right else None
+        rows.append(_fraction("4 length", f"base's correct completions that retracted first ({retraction.strip()!r})",
+                              model, seed, paid, len(right), "> 0 (interval)", low > 0 if right else None))
     return rows
 
 
@@ -193,7 +212,7 @@ def build_rows(spec: dict, index, metrics_files: list[str]) -> list[dict]:
             for pair, (ea, eb) in (spec.get("pairs") or {}).items():
                 right_a, right_b = _aligned(get(ea), get(eb))
                 rows += pair_rows(f"{pair}, trained", model, seed, (ea, right_a), (eb, right_b))
-            rows += length_rows(model, seed, solo)
+            rows += length_rows(model, seed, solo, spec.get("retraction"))
         reference, seeds = spec.get("reference"), spec["seeds"]
         if reference and len(seeds) >= 2:
             right_a, right_b = _aligned(*(tables._records(index, model, reference, s, bench) for s in seeds[:2]))
