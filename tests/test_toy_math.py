@@ -1,4 +1,5 @@
 import random
+import re
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -20,7 +21,7 @@ def test_deterministic_in_seed():
 @given(seed=st.integers(0, 2**31 - 1))
 @settings(max_examples=25, deadline=None)
 def test_answers_are_exact(seed):
-    for p in toy_math.generate(40, seed):
+    for p in toy_math.generate(40, seed, levels=toy_math.ARITHMETIC_LEVELS):
         check_problem(p, "test")
         assert int(p["answer"]) == _eval(p["prompt"].removesuffix("=?"))
         steps = toy_math.derivation(p["prompt"].removesuffix("=?"))
@@ -63,7 +64,7 @@ def test_sft_examples_are_correct_and_well_formed():
 
     rng = random.Random(0)
     saw_attempt = saw_wrong_attempt = saw_false_start = False
-    for p in toy_math.generate(300, 5):
+    for p in toy_math.generate(300, 5, levels=toy_math.ARITHMETIC_LEVELS):
         prompt, pieces = sft.example(p, rng, attempt_prob=0.5, attempt_wrong_prob=0.5, false_start_prob=0.3)
         text = "".join(t for t, _ in pieces)
         assert prompts.format_ok(text), text
@@ -96,3 +97,64 @@ def test_column_work(left, right, work):
 def test_no_column_work_for_products_or_slips():
     assert toy_math.column_work(toy_math.Step(7, "*", 8)) == ""
     assert toy_math.column_work(toy_math.Step(56, "+", 54), value=100) == ""
+
+
+@given(seed=st.integers(0, 2**31 - 1))
+@settings(max_examples=25, deadline=None)
+def test_search_problems_have_one_answer(seed):
+    for p in toy_math.generate(40, seed, levels=[toy_math.SEARCH_LEVEL]):
+        check_problem(p, "test")
+        a, b, c = map(int, re.fullmatch(r"(\d+)\*\?\+(\d+)=(\d+)", p["prompt"]).groups())
+        assert [x for x in range(0, 100) if a * x + b == c] == [int(p["answer"])]
+        assert int(p["answer"]) in toy_math.CANDIDATES and p["difficulty"] == toy_math.SEARCH_LEVEL
+
+
+def test_search_check_sets_the_sum_beside_c():
+    search = toy_math.Search.parse("7*?+3=45")
+    assert search.answer == 6
+    assert search.check(5) == "7*5=35,35+3=38|45"
+    assert search.check(6) == "7*6=42,42+3=45|45"
+    assert toy_math.Search.claimed(search.claim(4)) == 4 and toy_math.Search.claimed("") is None
+    with pytest.raises(ValueError, match="not a level-5"):
+        toy_math.Search.parse("7*6+3=?")
+
+
+def _tries(text: str) -> list[int]:
+    return [int(x) for x in re.findall(r"\d+\*(\d+)=\d+,", text.split("</think>")[0])]
+
+
+def test_search_examples_check_claims_first_and_never_repeat():
+    from agon import prompts
+
+    rng = random.Random(0)
+    seen = {"right claim": 0, "wrong claim": 0, "empty": 0, "two": 0, "plain": 0}
+    for p in toy_math.generate(400, 6, levels=[toy_math.SEARCH_LEVEL]):
+        prompt, pieces = sft.example(p, rng, attempt_prob=0.6, attempt_wrong_prob=0.5, false_start_prob=0.3,
+                                     two_attempts_prob=0.5)
+        text = "".join(t for t, _ in pieces)
+        assert all(trained for _, trained in pieces)  # a search writes nothing wrong it must not learn
+        assert prompts.format_ok(text) and prompts.extract_answer(text) == p["answer"], text
+        tries = _tries(text)
+        assert tries[-1] == int(p["answer"]) and len(set(tries)) == len(tries)
+        assert text.count(" no;") == len(tries) - 1  # every failed check is retracted
+        assert prompts.summary(text) == toy_math.Search.parse(p["prompt"]).claim(int(p["answer"]))
+        claims = [toy_math.Search.claimed(line) for line in prompt.split("\n")[1:] if line.startswith("R: ")]
+        seen["two"] += len(claims) == 2
+        seen["plain"] += not claims
+        expected = list(dict.fromkeys(c for c in claims if c is not None))
+        if int(p["answer"]) in expected:  # a right claim is checked, in order, and ends the search
+            expected = expected[:expected.index(int(p["answer"])) + 1]
+            assert tries == expected
+            seen["right claim"] += 1
+        else:
+            assert tries[:len(expected)] == expected
+            seen["wrong claim"] += bool(expected)
+            seen["empty"] += "R: \n" in prompt
+    assert all(seen.values()), seen
+
+
+def test_hunch_tries_the_answer_first():
+    rng = random.Random(1)
+    problem = toy_math.generate(1, 0, levels=[toy_math.SEARCH_LEVEL])[0]
+    texts = ["".join(t for t, _ in sft.example(problem, rng, 0.0, 0.0, 0.0, hunch_prob=1.0)[1]) for _ in range(5)]
+    assert all(_tries(t) == [int(problem["answer"])] for t in texts)

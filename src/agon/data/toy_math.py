@@ -9,6 +9,12 @@ RL and the cascade something to fix:
   2  a*b+c          1-digit operands                      2 steps
   3  a*b+c*d        1-digit operands                      3 steps
   4  a*b+c+d*e      1-digit operands                      4 steps
+  5  a*?+b=c        find the digit ?, 2-9 (b is 2-29)     a search
+
+Level 5 inverts the others: solving it is a search, checking a candidate is
+two easy steps (a product, then a sum, set beside c). A solver tries candidates, retracting
+each that fails (see `Search`), so a rival's candidate is cheap to verify and
+expensive to find: the preconditions of the paper's mechanism (Table 0).
 
 Every sum has operands below 100 and no result is negative, so a sum can be
 worked column by column (see `column_work`).
@@ -26,7 +32,10 @@ from dataclasses import dataclass
 
 from . import generated
 
-LEVELS = (1, 2, 3, 4)
+LEVELS = (1, 2, 3, 4, 5)
+ARITHMETIC_LEVELS = (1, 2, 3, 4)
+SEARCH_LEVEL = 5
+CANDIDATES = tuple(range(2, 10))  # what `?` can be
 
 
 @dataclass(frozen=True)
@@ -55,7 +64,55 @@ def _expression(level: int, rng: random.Random) -> str:
         return f"{one()}*{one()}+{one()}*{one()}"
     if level == 4:
         return f"{one()}*{one()}+{one()}+{one()}*{one()}"
+    if level == SEARCH_LEVEL:
+        a, x, b = one(), rng.choice(CANDIDATES), rng.randint(2, 29)
+        return Search(a, b, a * x + b).prompt
     raise ValueError(f"toy_math: unknown difficulty level {level!r}; levels are {LEVELS}")
+
+
+_SEARCH_RE = re.compile(r"(\d+)\*\?\+(\d+)=(\d+)")
+
+
+@dataclass(frozen=True)
+class Search:
+    """A level-5 problem `a*?+b=c`: find the candidate x with a*x+b = c."""
+
+    a: int
+    b: int
+    c: int
+
+    @classmethod
+    def parse(cls, prompt: str) -> "Search":
+        found = _SEARCH_RE.fullmatch(prompt)
+        if not found:
+            raise ValueError(f"toy_math: {prompt!r} is not a level-5 problem a*?+b=c")
+        return cls(*map(int, found.groups()))
+
+    @property
+    def prompt(self) -> str:
+        return f"{self.a}*?+{self.b}={self.c}"
+
+    @property
+    def answer(self) -> int:
+        solutions = [x for x in CANDIDATES if self.a * x + self.b == self.c]
+        if len(solutions) != 1:
+            raise ValueError(f"toy_math: {self.prompt!r} has {len(solutions)} solutions among {CANDIDATES}")
+        return solutions[0]
+
+    def check(self, x: int) -> str:
+        """Trying x, as a solver writes it: `7*5=35,35+3=38|45`, the sum set beside c so
+        that comparing them is local; x passes when the two are equal."""
+        return f"{self.a}*{x}={self.a * x},{self.a * x}+{self.b}={self.a * x + self.b}|{self.c}"
+
+    def claim(self, x: int) -> str:
+        """A candidate as a summary states it: `7*6+3=45` (true or not)."""
+        return f"{self.a}*{x}+{self.b}={self.c}"
+
+    @staticmethod
+    def claimed(summary: str) -> int | None:
+        """The candidate a summary claims, or None when it states none."""
+        found = re.search(r"\d+\*(\d+)\+\d+=\d+", summary)
+        return int(found.group(1)) if found else None
 
 
 def derive(expression: str, slips: dict[int, int] | None = None) -> list[tuple[Step, int]]:
@@ -114,10 +171,11 @@ def answer(expression: str) -> int:
 
 
 def _problem(index: int, expression: str, level: int) -> dict:
+    search = level == SEARCH_LEVEL
     return {
         "id": f"toy_math-{index:06d}",
-        "prompt": f"{expression}=?",
-        "answer": str(answer(expression)),
+        "prompt": expression if search else f"{expression}=?",
+        "answer": str(Search.parse(expression).answer if search else answer(expression)),
         "difficulty": level,
         "source": "toy_math",
     }

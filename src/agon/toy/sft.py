@@ -8,6 +8,12 @@ phenomena can exist in the toy world:
     one wrong step, propagated) after "R:"; the target verifies each step,
     retracting the attempt's wrong ones, so a challenger prompt is in
     distribution and copying a wrong attempt is never the target.
+Level-5 problems (find `?` in a*?+b=c) are a search instead (`search_solution`):
+candidates are tried in random order, each failed check retracted with " no".
+A reader checks the candidate each rival summary claims first, and answers at once
+when it passes; otherwise it searches the rest. A wrong attempt is a wrong claim or
+an empty summary (a rival that ran out of tokens). Prompts with two attempts (the
+mixture's final stage) are in distribution for this level only.
 `base.domain: code` trains on the code domain's examples instead (sft_code.py).
 """
 
@@ -67,8 +73,50 @@ def solution(steps: list[Step], rng: random.Random, false_start_prob: float,
     return pieces
 
 
+def search_solution(search: toy_math.Search, rng: random.Random, claimed: list[int | None],
+                    hunch_prob: float = 0.0) -> list[tuple[str, bool]]:
+    """A correct search: the claimed candidates first (in order, once each), then the
+    others in random order (the answer first with `hunch_prob`), each failed check
+    retracted with " no"; the summary claims the candidate that passed."""
+    answer = search.answer
+    order = list(dict.fromkeys(x for x in claimed if x in toy_math.CANDIDATES))
+    rest = [x for x in toy_math.CANDIDATES if x not in order]
+    rng.shuffle(rest)
+    if answer in rest and rng.random() < hunch_prob:
+        rest.remove(answer)
+        rest.insert(0, answer)
+    order += rest
+    tries = order[:order.index(answer)]
+    think = "".join(f"{search.check(x)} no;" for x in tries) + search.check(answer)
+    return [(f"<think>{think}</think>{search.claim(answer)}<answer>{answer}</answer>", True)]
+
+
+def search_attempt(search: toy_math.Search, rng: random.Random, wrong_prob: float) -> str:
+    """A rival summary: the true claim, or (with `wrong_prob`) a wrong claim or none at all."""
+    if rng.random() >= wrong_prob:
+        return search.claim(search.answer)
+    if rng.random() < 0.5:
+        return ""
+    return search.claim(rng.choice([x for x in toy_math.CANDIDATES if x != search.answer]))
+
+
+def search_example(problem: dict, rng: random.Random, attempt_prob: float, attempt_wrong_prob: float,
+                   two_attempts_prob: float, hunch_prob: float) -> tuple[str, list[tuple[str, bool]]]:
+    search = toy_math.Search.parse(problem["prompt"])
+    if rng.random() >= attempt_prob:
+        return prompts.toy_plain(problem["prompt"]), search_solution(search, rng, [], hunch_prob)
+    count = 2 if rng.random() < two_attempts_prob else 1
+    attempts = [search_attempt(search, rng, attempt_wrong_prob) for _ in range(count)]
+    prompt = (prompts.toy_with_attempt(problem["prompt"], attempts[0]) if count == 1
+              else prompts.toy_with_attempts(problem["prompt"], attempts))
+    return prompt, search_solution(search, rng, [toy_math.Search.claimed(a) for a in attempts], hunch_prob)
+
+
 def example(problem: dict, rng: random.Random, attempt_prob: float, attempt_wrong_prob: float,
-            false_start_prob: float) -> tuple[str, list[tuple[str, bool]]]:
+            false_start_prob: float, two_attempts_prob: float = 0.0,
+            hunch_prob: float = 0.0) -> tuple[str, list[tuple[str, bool]]]:
+    if problem["difficulty"] == toy_math.SEARCH_LEVEL:
+        return search_example(problem, rng, attempt_prob, attempt_wrong_prob, two_attempts_prob, hunch_prob)
     expression = problem["prompt"].removesuffix("=?")
     steps = toy_math.derivation(expression)
     if rng.random() < attempt_prob:
@@ -153,6 +201,9 @@ def train_base(tokenizer, cfg: dict, exclude_prompts: set[str], seed: int, log=p
     source, make_example = DOMAINS[cfg.get("domain", "math")]
     if cfg.get("domain") == "code":
         make_example = functools.partial(make_example, bug_prob=cfg.get("bug_prob", 0.0))
+    else:
+        make_example = functools.partial(make_example, two_attempts_prob=cfg.get("two_attempts_prob", 0.0),
+                                         hunch_prob=cfg.get("hunch_prob", 0.0))
     pool_seed = rng.randrange(2**31)
     stream = (p for p in source.stream(pool_seed, weights=cfg.get("level_weights"))
               if p["prompt"] not in exclude_prompts)
