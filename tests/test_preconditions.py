@@ -147,3 +147,11 @@ def test_no_retraction_in_any_right_completion_does_not_meet(files, tmp_path):
     assert (paid["k"], paid["n"], paid["meets"]) == (0, 10, "no")
     assert not any("retracted" in q for q in rows_by_quantity(preconditions.build_rows(
         {k: v for k, v in SPEC.items() if k != "retraction"}, preconditions.tables.index_records(files), [])))
+
+
+def test_a_stage_without_its_completion_is_an_error_naming_the_record(files, tmp_path):
+    records = io.read_jsonl(files[0])
+    del records[3]["stages"][0]["completion"]
+    io.write_jsonl(files[0], records)
+    with pytest.raises(ValueError, match=r"'p3' of 'zero_shot'.*\['completion'\]"):
+        preconditions.build_rows(SPEC, preconditions.tables.index_records(files), [])

@@ -156,6 +156,10 @@ def length_rows(model, seed, solo: list[dict], retraction: str | None = None) ->
         rows.append(_fraction("4 length", f"base accuracy, length quartile {q + 1} ({lo}-{hi} tokens)", model,
                               seed, sum(int(r["correct"]) for r in part), len(part)))
     final = [r["stages"][-1] for r in solo]
+    for r, stage in zip(solo, final):
+        missing = sorted({"truncated", "completion"} - set(stage))
+        if missing:
+            raise ValueError(f"record {r['id']!r} of {r.get('evaluation')!r}: its final stage has no {missing}")
     wrong = [s for s in final if not s["correct"]]
     rows.append(_fraction("4 length", "base's wrong completions cut by the token cap", model, seed,
                           sum(bool(s["truncated"]) for s in wrong), len(wrong)))
