@@ -47,7 +47,7 @@ COLUMNS = ["section", "quantity", "model", "seed", "k", "n", "value", "ci_low", 
            "p_value"]
 KEYS = ("solo", "cascade", "mixture")
 SOLO_RANGE = (0.30, 0.55)  # headroom for RL, and enough right answers for a reward signal
-SOLO_RANGE_TEXT = "0.30 - 0.55"
+SOLO_RANGE_TEXT = f"{SOLO_RANGE[0]:.2f} - {SOLO_RANGE[1]:.2f}"
 
 
 def evaluations(spec: dict) -> list[str]:

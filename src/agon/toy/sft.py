@@ -107,8 +107,7 @@ def search_example(problem: dict, rng: random.Random, attempt_prob: float, attem
         return prompts.toy_plain(problem["prompt"]), search_solution(search, rng, [], hunch_prob)
     count = 2 if rng.random() < two_attempts_prob else 1
     attempts = [search_attempt(search, rng, attempt_wrong_prob) for _ in range(count)]
-    prompt = (prompts.toy_with_attempt(problem["prompt"], attempts[0]) if count == 1
-              else prompts.toy_with_attempts(problem["prompt"], attempts))
+    prompt = prompts.toy_with_attempts(problem["prompt"], attempts)  # one "R:" line per attempt
     return prompt, search_solution(search, rng, [toy_math.Search.claimed(a) for a in attempts], hunch_prob)
 
 
