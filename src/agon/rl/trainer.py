@@ -79,18 +79,27 @@ class StepContext:
 # train.loss_micro_batch_tokens). Peak memory follows the micro-batch, not the stream: the
 # forward, its activations and the completion logits of one micro-batch at a time, each
 # backward run at once (the gradient is the one-pass gradient: tests/test_loss_micro_batch.py).
-LOSS_MICRO_BATCH_TOKENS = 16384
+# On a CPU, rows grouped by length in micro-batches of 4096 tokens made the toy's loss pass
+# 0.78x as long as one group of 16384 at its 96-token cap, 0.50x at 208 tokens
+# (benchmarks/loss_micro_batches.py); paper.yaml sets 16384 for a GPU.
+LOSS_MICRO_BATCH_TOKENS = 4096
 # Rows of completion logits turned into fp32 log-probabilities at a time, recomputed in the
 # backward pass (torch.utils.checkpoint) instead of kept: no fp32 copy of the logits lives on.
 LOGSOFTMAX_CHUNK_TOKENS = 4096
 
 
 def micro_batches(completions, max_tokens: int) -> list[list[int]]:
-    """Indices of `completions` in consecutive groups whose padded size (rows x the longest
-    prompt + completion) stays within `max_tokens` (a single longer row is a group alone)."""
+    """Indices of `completions` in groups whose padded size (rows x the longest prompt +
+    completion) stays within `max_tokens` (a single longer row is a group alone).
+
+    Rows are grouped in order of length, so a group pads its rows to nearly their own
+    length: under a cap that only some completions reach, padding every row of the stream
+    to the longest one cost the loss pass 1.5-2x its tokens (the toy search's 208-token cap).
+    """
+    lengths = [len(c.prompt_ids) + len(c.completion_ids) for c in completions]
     groups, current, width = [], [], 0
-    for i, c in enumerate(completions):
-        n = len(c.prompt_ids) + len(c.completion_ids)
+    for i in sorted(range(len(completions)), key=lengths.__getitem__):
+        n = lengths[i]
         if current and max(width, n) * (len(current) + 1) > max_tokens:
             groups.append(current)
             current, width = [], 0
