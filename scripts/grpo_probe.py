@@ -9,7 +9,7 @@ run's base and train split, with `--cap` as both the training and the evaluation
 with the bare base and once with the trained adapter (the same sampling seed) and
 prints both pass@1 counts, how many were cut by the cap, the paired counts (right only
 with GRPO, right only with the base) and, for level-5 searches, how each searches (first
-try right, repeated tries, slips). The README's "What RL does in it" quotes it.
+try right, repeated tries, slips). The README's "Why GRPO cannot lift this world" quotes it.
 """
 
 from __future__ import annotations
