@@ -1,15 +1,16 @@
 """Probe: does one epoch of GRPO lift a toy base's single pass, at a given cap and learning rate?
 
-    python scripts/grpo_probe.py [--run results/toy] [--cap 96] [--lr 5e-4] [--seed 0]
+    python scripts/grpo_probe.py [--run results/toy] [--cap 96] [--lr 5e-4] [--lam 0.5] [--seed 0]
 
 A development tool, not a pipeline step: it trains the default's GRPO cell in this
 process (agon's own Trainer, the default's `train` and `methods.grpo`, 1 thread) on the
 run's base and train split, with `--cap` as both the training and the evaluation
-`max_new_tokens` and `--lr` as the learning rate, then samples the held-out split once
-with the bare base and once with the trained adapter (the same sampling seed) and
-prints both pass@1 counts, how many were cut by the cap, the paired counts (right only
-with GRPO, right only with the base) and, for level-5 searches, how each searches (first
-try right, repeated tries, slips). The README's "Why GRPO cannot lift this world" quotes it.
+`max_new_tokens`, `--lr` as the learning rate and `--lam` as the format weight. Then it
+samples the held-out split once with the bare base and once with the trained adapter
+(the same sampling seed) and prints both pass@1 counts, how many were cut by the cap,
+the paired counts (right only with GRPO, right only with the base) and, for level-5
+searches, how each searches (first try right, repeated tries, slips). The README's
+"Why GRPO cannot lift this world" quotes it.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ def main() -> None:
     parser.add_argument("--run", default=str(ROOT / "results" / "toy"), help="a run's results folder")
     parser.add_argument("--cap", type=int, default=96, help="max_new_tokens, in training and evaluation")
     parser.add_argument("--lr", type=float, default=None, help="default: the config's train.lr")
+    parser.add_argument("--lam", type=float, default=None, help="the format weight; default: the config's train.lam")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
@@ -68,7 +70,8 @@ def main() -> None:
     cfg = load(ROOT / "config" / "config.yaml")
     run = Path(args.run)
     sampling = {**cfg["sampling"]["train"], "max_new_tokens": args.cap}
-    train = {**cfg["train"], "lr": args.lr if args.lr is not None else cfg["train"]["lr"], "max_steps": None}
+    train = {**cfg["train"], "lr": args.lr if args.lr is not None else cfg["train"]["lr"], "max_steps": None,
+             "lam": args.lam if args.lam is not None else cfg["train"]["lam"]}
     spec = {"attn_implementation": cfg["models"]["toy"].get("attn_implementation"), "prompt_style": "toy",
             "base_path": str(run / "models" / "toy" / "base"), "generation": cfg["generation"],
             "precision": cfg["precision"], "sampling": sampling, "seed": args.seed, "threads": 1,
@@ -94,7 +97,8 @@ def main() -> None:
         trainer.train_step(order[step * per_step:(step + 1) * per_step], schedulers)
     after, cut_after = solo("A")
     n = len(heldout)
-    print(f"cap {args.cap}, lr {train['lr']}, seed {args.seed}: {total} GRPO steps in {time.time() - start:.0f} s")
+    print(f"cap {args.cap}, lr {train['lr']}, lam {train['lam']}, seed {args.seed}: "
+          f"{total} GRPO steps in {time.time() - start:.0f} s")
     print(f"base {sum(before)}/{n} right ({cut_before} cut by the cap); "
           f"GRPO {sum(after)}/{n} right ({cut_after} cut by the cap)")
     print(f"right only with GRPO {sum(a and not b for a, b in zip(after, before))}, "
