@@ -26,18 +26,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 
-def in_stream_order(lengths: list[int], max_tokens: int) -> list[list[int]]:
-    """The former grouping: consecutive rows while rows x the longest stays within the budget."""
-    groups, current, width = [], [], 0
-    for i, n in enumerate(lengths):
-        if current and max(width, n) * (len(current) + 1) > max_tokens:
-            groups.append(current)
-            current, width = [], 0
-        current.append(i)
-        width = max(width, n)
-    return groups + [current] if current else groups
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base", default=str(ROOT / "results/toy/models/toy/base"))
@@ -55,7 +43,7 @@ def main() -> None:
     from agon.models import load_base
     from agon.prompts import PromptFormat
     from agon.rl import methods
-    from agon.rl.trainer import StepContext, Trainer, micro_batches
+    from agon.rl.trainer import StepContext, Trainer, group_rows, micro_batches
 
     torch.set_num_threads(1)
     cfg = load(ROOT / "config" / "config.yaml")
@@ -76,7 +64,7 @@ def main() -> None:
         completions = methods.METHODS["grpo"](ctx, problems)[0].completions
         lengths = [len(c.prompt_ids) + len(c.completion_ids) for c in completions]
         advantages = torch.randn(len(completions), generator=torch.Generator().manual_seed(0))
-        groupings = {"in stream order, 16384": in_stream_order(lengths, 16384)}
+        groupings = {"in stream order, 16384": group_rows(lengths, range(len(lengths)), 16384)}
         groupings.update({f"by length, {b}": micro_batches(completions, b) for b in budgets})
 
         def loss_pass(groups) -> float:

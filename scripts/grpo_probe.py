@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -59,7 +60,7 @@ def main() -> None:
 
     import torch
 
-    from agon import io, precision, prompts
+    from agon import io, precision
     from agon.config import load
     from agon.generate import make_backend
     from agon.models import load_for_job
@@ -90,15 +91,14 @@ def main() -> None:
         return right, sum(c.truncated for c in completions)
 
     before, cut_before = solo(None)
-    order, total = trainer.plan(io.read_jsonl(run / "data" / "toy_math" / "train.jsonl"))
-    schedulers = trainer._schedulers(total)
-    per_step, start = train["problems_per_step"], time.time()
-    for step in range(total):
-        trainer.train_step(order[step * per_step:(step + 1) * per_step], schedulers)
+    start = time.time()
+    with tempfile.TemporaryDirectory() as scratch:  # fit's metrics and checkpoint, not kept
+        steps = len(trainer.fit(io.read_jsonl(run / "data" / "toy_math" / "train.jsonl"),
+                                Path(scratch) / "metrics.jsonl", Path(scratch) / "checkpoint.pt", log=lambda _: None))
     after, cut_after = solo("A")
     n = len(heldout)
     print(f"cap {args.cap}, lr {train['lr']}, lam {train['lam']}, seed {args.seed}: "
-          f"{total} GRPO steps in {time.time() - start:.0f} s")
+          f"{steps} GRPO steps in {time.time() - start:.0f} s")
     print(f"base {sum(before)}/{n} right ({cut_before} cut by the cap); "
           f"GRPO {sum(after)}/{n} right ({cut_after} cut by the cap)")
     print(f"right only with GRPO {sum(a and not b for a, b in zip(after, before))}, "

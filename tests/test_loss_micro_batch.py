@@ -77,6 +77,5 @@ def test_micro_batches_respect_the_token_budget():
         assert sorted(i for g in groups for i in g) == list(range(20))  # every row once
         widths = [[len(completions[i].prompt_ids) + len(completions[i].completion_ids) for i in g] for g in groups]
         assert [w for g in widths for w in g] == sorted(w for g in widths for w in g)  # grouped by length
-        for g in groups:
-            width = max(len(completions[i].prompt_ids) + len(completions[i].completion_ids) for i in g)
-            assert len(g) == 1 or width * len(g) <= budget
+        for w in widths:
+            assert len(w) == 1 or max(w) * len(w) <= budget

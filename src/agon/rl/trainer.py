@@ -93,12 +93,18 @@ def micro_batches(completions, max_tokens: int) -> list[list[int]]:
     completion) stays within `max_tokens` (a single longer row is a group alone).
 
     Rows are grouped in order of length, so a group pads its rows to nearly their own
-    length: under a cap that only some completions reach, padding every row of the stream
-    to the longest one cost the loss pass 1.5-2x its tokens (the toy search's 208-token cap).
+    length: under a cap that only some completions reach, padding rows in stream order
+    computed 1.7x the real tokens at the toy search's 208-token cap (1.2x at 96).
     """
     lengths = [len(c.prompt_ids) + len(c.completion_ids) for c in completions]
+    return group_rows(lengths, sorted(range(len(lengths)), key=lengths.__getitem__), max_tokens)
+
+
+def group_rows(lengths: list[int], order, max_tokens: int) -> list[list[int]]:
+    """Row indices, taken in `order`, cut into consecutive groups of at most `max_tokens`
+    padded tokens (rows x the longest of `lengths` among them; a longer row is a group alone)."""
     groups, current, width = [], [], 0
-    for i in sorted(range(len(completions)), key=lengths.__getitem__):
+    for i in order:
         n = lengths[i]
         if current and max(width, n) * (len(current) + 1) > max_tokens:
             groups.append(current)
