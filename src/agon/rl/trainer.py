@@ -80,8 +80,8 @@ class StepContext:
 # forward, its activations and the completion logits of one micro-batch at a time, each
 # backward run at once (the gradient is the one-pass gradient: tests/test_loss_micro_batch.py).
 # On a CPU, rows grouped by length in micro-batches of 4096 tokens made the toy's loss pass
-# 0.78x as long as one group of 16384 at its 96-token cap, 0.50x at 208 tokens
-# (benchmarks/loss_micro_batches.py); paper.yaml sets 16384 for a GPU.
+# 0.84-0.93x as long as one group of 16384 in stream order at its 96-token cap, 0.52-0.56x
+# at 208 tokens (benchmarks/loss_micro_batches.py, two runs); paper.yaml sets 16384 for a GPU.
 LOSS_MICRO_BATCH_TOKENS = 4096
 # Rows of completion logits turned into fp32 log-probabilities at a time, recomputed in the
 # backward pass (torch.utils.checkpoint) instead of kept: no fp32 copy of the logits lives on.
