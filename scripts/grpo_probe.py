@@ -28,25 +28,33 @@ sys.path.insert(0, str(ROOT / "src"))
 def search_habits(problems: list[dict], texts: list[str]) -> str:
     """How the toy base searches level-5 problems: how often its first try is the answer
     (an uninformed order: 1 in 8), how many completions try a candidate twice, and the
-    share of checks with an arithmetic slip (`a*x=P,P+b=S|c` with P or S wrong)."""
+    share of checks with an arithmetic slip (`a*x=P,P+b=S<c` with P, S or the relation wrong), and how
+    many completions bisect (a retraction that says which way, ` no+` / ` no-`) and how
+    many of those end with the right answer."""
     import re
 
+    from agon import prompts
     from agon.data.toy_math import SEARCH_LEVEL
 
-    first = repeats = slips = checks = searches = 0
+    first = repeats = slips = checks = searches = bisecting = bisecting_right = 0
     for problem, text in zip(problems, texts):
         if problem["difficulty"] != SEARCH_LEVEL:
             continue
         searches += 1
-        found = re.findall(r"(\d+)\*(\d+)=(\d+),(\d+)\+(\d+)=(\d+)\|\d+", text.split("</think>")[0])
+        found = re.findall(r"(\d+)\*(\d+)=(\d+),(\d+)\+(\d+)=(\d+)([<=>])(\d+)", text.split("</think>")[0])
         tried = [int(m[1]) for m in found]
         first += bool(tried) and tried[0] == int(problem["answer"])
         repeats += len(set(tried)) < len(tried)
-        for a, x, product, copied, b, total in (map(int, m) for m in found):
+        if re.search(r" no[+-];", text.split("</think>")[0]):
+            bisecting += 1
+            bisecting_right += prompts.extract_answer(text) == problem["answer"]
+        for a, x, product, copied, b, total, relation, c in found:
+            a, x, product, copied, b, total, c = map(int, (a, x, product, copied, b, total, c))
             checks += 1
-            slips += a * x != product or copied != product or product + b != total
+            slips += (a * x != product or copied != product or product + b != total
+                      or relation != ("<" if total < c else ">" if total > c else "="))
     return (f"first try is the answer in {first}/{searches}, a candidate tried twice in {repeats}/{searches}, "
-            f"a slip in {slips}/{checks} checks")
+            f"a slip in {slips}/{checks} checks, bisects in {bisecting}/{searches} (right in {bisecting_right})")
 
 
 def main() -> None:

@@ -112,8 +112,8 @@ def test_search_problems_have_one_answer(seed):
 def test_search_check_sets_the_sum_beside_c():
     search = toy_math.Search.parse("7*?+3=45")
     assert search.answer == 6
-    assert search.check(5) == "7*5=35,35+3=38|45"
-    assert search.check(6) == "7*6=42,42+3=45|45"
+    assert search.check(5) == "7*5=35,35+3=38<45"
+    assert search.check(6) == "7*6=42,42+3=45=45"
     assert toy_math.Search.claimed(search.claim(4)) == 4 and toy_math.Search.claimed("") is None
     with pytest.raises(ValueError, match="not a level-5"):
         toy_math.Search.parse("7*6+3=?")
@@ -153,8 +153,22 @@ def test_search_examples_check_claims_first_and_never_repeat():
     assert all(seen.values()), seen
 
 
-def test_hunch_tries_the_answer_first():
+def test_bisection_halves_what_is_left_and_says_which_way():
+    from agon import prompts
+
     rng = random.Random(1)
-    problem = toy_math.generate(1, 0, levels=[toy_math.SEARCH_LEVEL])[0]
-    texts = ["".join(t for t, _ in sft.example(problem, rng, 0.0, 0.0, 0.0, hunch_prob=1.0)[1]) for _ in range(5)]
-    assert all(_tries(t) == [int(problem["answer"])] for t in texts)
+    for problem in toy_math.generate(200, 0, levels=[toy_math.SEARCH_LEVEL]):
+        search, answer = toy_math.Search.parse(problem["prompt"]), int(problem["answer"])
+        text = "".join(t for t, _ in sft.example(problem, rng, 0.0, 0.0, 0.0, bisect_prob=1.0)[1])
+        tries = _tries(text)
+        assert tries == search.bisection() and tries[0] == 5 and tries[-1] == answer and len(tries) <= 4
+        low, high = min(toy_math.CANDIDATES), max(toy_math.CANDIDATES)
+        for x, verdict in zip(tries, re.findall(r" no([+-]);", text)):
+            assert (verdict == "+") == (search.a * x + search.b < search.c)  # the comparison, not a guess
+            low, high = (x + 1, high) if verdict == "+" else (low, x - 1)
+            assert low <= answer <= high
+        assert text.count(" no") == len(tries) - 1 and prompts.extract_answer(text) == problem["answer"]
+    # a reader checks its rival's claim first: no bisection then
+    prompt, pieces = sft.search_example(problem, rng, 1.0, 1.0, 0.0, bisect_prob=1.0)
+    claim = toy_math.Search.claimed(prompt.split("R: ")[1])
+    assert claim is None or _tries(pieces[0][0])[0] == claim

@@ -12,7 +12,7 @@ RL and the cascade something to fix:
   5  a*?+b=c        find the digit ?, 2-9 (b is 2-29)     a search
 
 Level 5 inverts the others: solving it is a search, checking a candidate is
-two easy steps (a product, then a sum, set beside c). A solver tries candidates, retracting
+two easy steps (a product, then a sum, compared with c). A solver tries candidates, retracting
 each that fails (see `Search`), so a rival's candidate is cheap to verify and
 expensive to find: the preconditions of the paper's mechanism (Table 0).
 
@@ -100,9 +100,29 @@ class Search:
         return solutions[0]
 
     def check(self, x: int) -> str:
-        """Trying x, as a solver writes it: `7*5=35,35+3=38|45`, the sum set beside c so
-        that comparing them is local; x passes when the two are equal."""
-        return f"{self.a}*{x}={self.a * x},{self.a * x}+{self.b}={self.a * x + self.b}|{self.c}"
+        """Trying x, as a solver writes it: `7*5=35,35+3=38<45`, the sum set beside c with
+        their relation (`<`, `=` or `>`) so that comparing them is local; x passes on `=`.
+        Every check writes the comparison a bisection needs, blind or not."""
+        total = self.a * x + self.b
+        relation = "<" if total < self.c else ">" if total > self.c else "="
+        return f"{self.a}*{x}={self.a * x},{self.a * x}+{self.b}={total}{relation}{self.c}"
+
+    def bisection(self) -> list[int]:
+        """The candidates a bisection tries, ending at the answer: the middle of what is
+        left (5 of 2-9 first), then the half the comparison points to; at most 4 tries."""
+        answer, low, high, tries = self.answer, CANDIDATES[0], CANDIDATES[-1], []
+        while True:
+            tries.append((low + high) // 2)
+            if tries[-1] == answer:
+                return tries
+            if self.a * tries[-1] + self.b < self.c:
+                low = tries[-1] + 1
+            else:
+                high = tries[-1] - 1
+
+    def direction(self, x: int) -> str:
+        """Where a bisection goes after x fails: `+` (its sum is below c) or `-`."""
+        return "+" if self.a * x + self.b < self.c else "-"
 
     def claim(self, x: int) -> str:
         """A candidate as a summary states it: `7*6+3=45` (true or not)."""

@@ -74,20 +74,24 @@ def solution(steps: list[Step], rng: random.Random, false_start_prob: float,
 
 
 def search_solution(search: toy_math.Search, rng: random.Random, claimed: list[int | None],
-                    hunch_prob: float = 0.0) -> list[tuple[str, bool]]:
+                    bisect_prob: float = 0.0) -> list[tuple[str, bool]]:
     """A correct search: the claimed candidates first (in order, once each), then the
-    others in random order (the answer first with `hunch_prob`), each failed check
-    retracted with " no"; the summary claims the candidate that passed."""
+    others in random order, each failed check retracted with " no"; the summary claims
+    the candidate that passed. A search with no claim is, with `bisect_prob`, a bisection
+    instead (`Search.bisection`): each retraction also says which way to go, ` no+` or
+    ` no-`, so it needs at most 4 tries where a blind order needs up to 8."""
     answer = search.answer
     order = list(dict.fromkeys(x for x in claimed if x in toy_math.CANDIDATES))
-    rest = [x for x in toy_math.CANDIDATES if x not in order]
-    rng.shuffle(rest)
-    if answer in rest and rng.random() < hunch_prob:
-        rest.remove(answer)
-        rest.insert(0, answer)
-    order += rest
-    tries = order[:order.index(answer)]
-    think = "".join(f"{search.check(x)} no;" for x in tries) + search.check(answer)
+    if not order and rng.random() < bisect_prob:
+        tries = search.bisection()[:-1]
+        verdicts = [f" no{search.direction(x)};" for x in tries]
+    else:
+        rest = [x for x in toy_math.CANDIDATES if x not in order]
+        rng.shuffle(rest)
+        order += rest
+        tries = order[:order.index(answer)]
+        verdicts = [" no;"] * len(tries)
+    think = "".join(search.check(x) + v for x, v in zip(tries, verdicts)) + search.check(answer)
     return [(f"<think>{think}</think>{search.claim(answer)}<answer>{answer}</answer>", True)]
 
 
@@ -101,21 +105,21 @@ def search_attempt(search: toy_math.Search, rng: random.Random, wrong_prob: floa
 
 
 def search_example(problem: dict, rng: random.Random, attempt_prob: float, attempt_wrong_prob: float,
-                   two_attempts_prob: float, hunch_prob: float) -> tuple[str, list[tuple[str, bool]]]:
+                   two_attempts_prob: float, bisect_prob: float) -> tuple[str, list[tuple[str, bool]]]:
     search = toy_math.Search.parse(problem["prompt"])
     if rng.random() >= attempt_prob:
-        return prompts.toy_plain(problem["prompt"]), search_solution(search, rng, [], hunch_prob)
+        return prompts.toy_plain(problem["prompt"]), search_solution(search, rng, [], bisect_prob)
     count = 2 if rng.random() < two_attempts_prob else 1
     attempts = [search_attempt(search, rng, attempt_wrong_prob) for _ in range(count)]
     prompt = prompts.toy_with_attempts(problem["prompt"], attempts)  # one "R:" line per attempt
-    return prompt, search_solution(search, rng, [toy_math.Search.claimed(a) for a in attempts], hunch_prob)
+    return prompt, search_solution(search, rng, [toy_math.Search.claimed(a) for a in attempts], bisect_prob)
 
 
 def example(problem: dict, rng: random.Random, attempt_prob: float, attempt_wrong_prob: float,
             false_start_prob: float, two_attempts_prob: float = 0.0,
-            hunch_prob: float = 0.0) -> tuple[str, list[tuple[str, bool]]]:
+            bisect_prob: float = 0.0) -> tuple[str, list[tuple[str, bool]]]:
     if problem["difficulty"] == toy_math.SEARCH_LEVEL:
-        return search_example(problem, rng, attempt_prob, attempt_wrong_prob, two_attempts_prob, hunch_prob)
+        return search_example(problem, rng, attempt_prob, attempt_wrong_prob, two_attempts_prob, bisect_prob)
     expression = problem["prompt"].removesuffix("=?")
     steps = toy_math.derivation(expression)
     if rng.random() < attempt_prob:
@@ -202,7 +206,7 @@ def train_base(tokenizer, cfg: dict, exclude_prompts: set[str], seed: int, log=p
         make_example = functools.partial(make_example, bug_prob=cfg.get("bug_prob", 0.0))
     else:
         make_example = functools.partial(make_example, two_attempts_prob=cfg.get("two_attempts_prob", 0.0),
-                                         hunch_prob=cfg.get("hunch_prob", 0.0))
+                                         bisect_prob=cfg.get("bisect_prob", 0.0))
     pool_seed = rng.randrange(2**31)
     stream = (p for p in source.stream(pool_seed, weights=cfg.get("level_weights"))
               if p["prompt"] not in exclude_prompts)
