@@ -98,6 +98,26 @@ def test_two_seeds_add_the_reference_and_training_lengths_come_from_metrics(file
     assert (length["ci_low"], length["value"]) == (10.5, 28.5)
 
 
+def test_the_habit_section_counts_completions_by_pattern(files, tmp_path):
+    # zero-shot retried (" no;") on p0-p3, all right; without it right on p4-p9 of p4-p19.
+    # the trained reference shows it on p0-p4
+    spec = {**SPEC, "habit": {"name": "retry", "pattern": r" no;"}}
+    grpo = write(tmp_path, "grpo", lambda i: [stage(1, completion="1|2 no;2|2" if i < 5 else "")])
+    by = rows_by_quantity(preconditions.build_rows(spec, preconditions.tables.index_records(files + [grpo]), []))
+    shows = by["base completions that show the habit (retry)"]
+    assert (shows["k"], shows["n"]) == (4, 20)
+    with_it, without = by["base accuracy with the habit (retry)"], by["base accuracy without the habit (retry)"]
+    assert (with_it["k"], with_it["n"], without["k"], without["n"]) == (4, 4, 6, 16)
+    assert with_it["target"] == "> 0.375 (without it)" and with_it["meets"] == "yes"  # 4/4's low end 0.398
+    trained = by["grpo completions that show the habit (retry), trained"]
+    assert (trained["k"], trained["n"]) == (5, 20)
+    trained_right = by["grpo accuracy with the habit (retry), trained"]
+    assert (trained_right["k"], trained_right["n"]) == (5, 5)
+    spec["habit"]["pattern"] = "2\\|2$"  # every completion: nothing to compare with, no verdict
+    by = rows_by_quantity(preconditions.build_rows(spec, preconditions.tables.index_records(files + [grpo]), []))
+    assert by["base accuracy with the habit (retry)"]["meets"] == ""
+
+
 def test_the_table_files_are_written(files, tmp_path):
     out = tmp_path / "tables" / "table0"
     preconditions.write_preconditions(SPEC, files, [], out)
@@ -155,3 +175,12 @@ def test_a_stage_without_its_completion_is_an_error_naming_the_record(files, tmp
     io.write_jsonl(files[0], records)
     with pytest.raises(ValueError, match=r"'p3' of 'zero_shot'.*\['completion'\]"):
         preconditions.build_rows(SPEC, preconditions.tables.index_records(files), [])
+
+
+def test_a_habit_pattern_that_does_not_compile_is_a_config_error_naming_the_key():
+    from agon import config as cfg
+
+    config = cfg.load(Path(__file__).resolve().parents[1] / "config" / "config.yaml")
+    config["tables"]["table0_preconditions"]["habit"] = {"name": "bisection", "pattern": " no[+-;"}
+    with pytest.raises(cfg.ConfigError, match=r"table0_preconditions\.habit\.pattern.*regex"):
+        cfg.validate(config, "config.yaml")

@@ -145,7 +145,8 @@ def validate(config: dict, source="config") -> dict:
     each problem is named by file and line; or a plain label.
     """
     schema = yaml.safe_load(SCHEMA_PATH.read_text())
-    validator = jsonschema.Draft202012Validator(schema)
+    # format_checker: `format: regex` keys (Table 0's habit pattern) must compile
+    validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())
     errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         _raise([(_error_keys(e), _describe(e)) for e in errors], source)

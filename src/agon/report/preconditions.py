@@ -31,12 +31,23 @@ is computed from per-problem records (and, for section 5, training metrics):
                       Target: that share above zero (its interval's low end > 0).
   5 length in training  each cell's mean completion length per role over its first and
                       last steps (a tenth of the run each, at least one step).
+  6 a habit to sharpen  where the spec names a `habit` ({name, pattern}: a regular
+                      expression on the final completion), the base's share of
+                      completions that show it and its accuracy with and without it;
+                      then the same share for `reference` (GRPO) after training. RL
+                      sharpens what a base already does: a better habit that the base
+                      seldom shows is headroom it can take. Target: accuracy with the
+                      habit above accuracy without it (the with-interval's low end).
+                      A marker only shows where the habit left a trace (the toy's
+                      bisection marks its retractions, so one right at its first try
+                      counts as without it): the with / without split understates it.
 
 A target row says `meets` yes / no; the numbers are reported whatever they are.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from .. import io
@@ -172,6 +183,32 @@ def length_rows(model, seed, solo: list[dict], retraction: str | None = None) ->
     return rows
 
 
+def habit_rows(model, seed, solo: list[dict], trained: list[dict] | None, habit: dict,
+               trained_name: str | None = None) -> list[dict]:
+    """Section 6: how often the base shows `habit` and what it is worth; how often `trained` shows it."""
+    pattern, name, section = re.compile(habit["pattern"]), habit["name"], "6 a habit to sharpen"
+    shows = lambda r: bool(pattern.search(r["stages"][-1]["completion"]))  # noqa: E731
+    with_habit = [r for r in solo if shows(r)]
+    without = [r for r in solo if not shows(r)]
+    right_without = sum(int(r["correct"]) for r in without)
+    rows = [_fraction(section, f"base completions that show the habit ({name})", model, seed, len(with_habit),
+                      len(solo))]
+    with_row = _fraction(section, f"base accuracy with the habit ({name})", model, seed,
+                         sum(int(r["correct"]) for r in with_habit), len(with_habit),
+                         f"> {right_without / len(without):.3f} (without it)" if without else "> accuracy without it")
+    if with_habit and without:
+        with_row["meets"] = "yes" if with_row["ci_low"] > right_without / len(without) else "no"
+    rows += [with_row, _fraction(section, f"base accuracy without the habit ({name})", model, seed, right_without,
+                                 len(without))]
+    if trained:
+        trained_with = [r for r in trained if shows(r)]
+        rows += [_fraction(section, f"{trained_name} completions that show the habit ({name}), trained", model,
+                           seed, len(trained_with), len(trained)),
+                 _fraction(section, f"{trained_name} accuracy with the habit ({name}), trained", model, seed,
+                           sum(int(r["correct"]) for r in trained_with), len(trained_with))]
+    return rows
+
+
 def training_length_rows(metrics_files: list[str]) -> list[dict]:
     """Section 5: mean completion length per role over the first and last tenth of each cell's steps."""
     from ..evaluate.records import read_steps
@@ -217,6 +254,10 @@ def build_rows(spec: dict, index, metrics_files: list[str]) -> list[dict]:
                 right_a, right_b = _aligned(get(ea), get(eb))
                 rows += pair_rows(f"{pair}, trained", model, seed, (ea, right_a), (eb, right_b))
             rows += length_rows(model, seed, solo, spec.get("retraction"))
+            if spec.get("habit"):
+                reference = spec.get("reference")
+                rows += habit_rows(model, seed, solo, get(reference) if reference else None, spec["habit"],
+                                   reference)
         reference, seeds = spec.get("reference"), spec["seeds"]
         if reference and len(seeds) >= 2:
             right_a, right_b = _aligned(*(tables._records(index, model, reference, s, bench) for s in seeds[:2]))
