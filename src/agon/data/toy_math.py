@@ -115,7 +115,7 @@ class Search:
             tries.append((low + high) // 2)
             if tries[-1] == answer:
                 return tries
-            if self.a * tries[-1] + self.b < self.c:
+            if self.direction(tries[-1]) == "+":
                 low = tries[-1] + 1
             else:
                 high = tries[-1] - 1

@@ -236,7 +236,7 @@ def training_length_rows(metrics_files: list[str]) -> list[dict]:
 def build_rows(spec: dict, index, metrics_files: list[str]) -> list[dict]:
     names = {k: spec[k] for k in KEYS}
     bench = spec["benchmark"]
-    rows = []
+    rows, habits = [], []  # section 6 prints after section 5
     for model in spec["models"]:
         if model in spec.get("absent_models", []):
             continue
@@ -256,15 +256,14 @@ def build_rows(spec: dict, index, metrics_files: list[str]) -> list[dict]:
             rows += length_rows(model, seed, solo, spec.get("retraction"))
             if spec.get("habit"):
                 reference = spec.get("reference")
-                rows += habit_rows(model, seed, solo, get(reference) if reference else None, spec["habit"],
+                habits += habit_rows(model, seed, solo, get(reference) if reference else None, spec["habit"],
                                    reference)
         reference, seeds = spec.get("reference"), spec["seeds"]
         if reference and len(seeds) >= 2:
             right_a, right_b = _aligned(*(tables._records(index, model, reference, s, bench) for s in seeds[:2]))
             rows += pair_rows(f"{reference}, two seeds (reference)", model, f"{seeds[0]},{seeds[1]}",
                               (f"seed {seeds[0]}", right_a), (f"seed {seeds[1]}", right_b))
-    rows += training_length_rows(metrics_files)
-    return rows
+    return rows + training_length_rows(metrics_files) + habits
 
 
 def _cell(x, digits=3) -> str:
