@@ -10,7 +10,7 @@ samples the held-out split once with the bare base and once with the trained ada
 (the same sampling seed) and prints both pass@1 counts, how many were cut by the cap,
 the paired counts (right only with GRPO, right only with the base) and, for level-5
 searches, how each searches (first try right, repeated tries, slips). The README's
-"Why GRPO cannot lift this world" quotes it.
+"Why the blind search gave GRPO nothing" quotes it.
 """
 
 from __future__ import annotations
