@@ -9,7 +9,8 @@ phenomena can exist in the toy world:
     retracting the attempt's wrong ones, so a challenger prompt is in
     distribution and copying a wrong attempt is never the target.
 Level-5 problems (find `?` in a*?+b=c) are a search instead (`search_solution`):
-candidates are tried in random order, each failed check retracted with " no".
+candidates are tried in random order (or, with `bisect_prob`, by bisection), each failed
+check retracted with " no".
 A reader checks the candidate each rival summary claims first, and answers at once
 when it passes; otherwise it searches the rest. A wrong attempt is a wrong claim or
 an empty summary (a rival that ran out of tokens). Prompts with two attempts (the
