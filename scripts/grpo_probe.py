@@ -34,25 +34,26 @@ def search_habits(problems: list[dict], texts: list[str]) -> str:
     import re
 
     from agon import prompts
-    from agon.data.toy_math import SEARCH_LEVEL
+    from agon.data.toy_math import SEARCH_LEVEL, relation
 
     first = repeats = slips = checks = searches = bisecting = bisecting_right = 0
     for problem, text in zip(problems, texts):
         if problem["difficulty"] != SEARCH_LEVEL:
             continue
         searches += 1
-        found = re.findall(r"(\d+)\*(\d+)=(\d+),(\d+)\+(\d+)=(\d+)([<=>])(\d+)", text.split("</think>")[0])
+        think = text.split("</think>")[0]
+        found = re.findall(r"(\d+)\*(\d+)=(\d+),(\d+)\+(\d+)=(\d+)([<=>])(\d+)", think)
         tried = [int(m[1]) for m in found]
         first += bool(tried) and tried[0] == int(problem["answer"])
         repeats += len(set(tried)) < len(tried)
-        if re.search(r" no[+-];", text.split("</think>")[0]):
+        if re.search(r" no[+-];", think):
             bisecting += 1
             bisecting_right += prompts.extract_answer(text) == problem["answer"]
-        for a, x, product, copied, b, total, relation, c in found:
+        for a, x, product, copied, b, total, written, c in found:
             a, x, product, copied, b, total, c = map(int, (a, x, product, copied, b, total, c))
             checks += 1
             slips += (a * x != product or copied != product or product + b != total
-                      or relation != ("<" if total < c else ">" if total > c else "="))
+                      or written != relation(total, c))
     return (f"first try is the answer in {first}/{searches}, a candidate tried twice in {repeats}/{searches}, "
             f"a slip in {slips}/{checks} checks, bisects in {bisecting}/{searches} (right in {bisecting_right})")
 

@@ -70,6 +70,11 @@ def _expression(level: int, rng: random.Random) -> str:
     raise ValueError(f"toy_math: unknown difficulty level {level!r}; levels are {LEVELS}")
 
 
+def relation(total: int, c: int) -> str:
+    """How a check's sum compares with c, as the check writes it: `<`, `=` or `>`."""
+    return "<" if total < c else ">" if total > c else "="
+
+
 _SEARCH_RE = re.compile(r"(\d+)\*\?\+(\d+)=(\d+)")
 
 
@@ -104,8 +109,7 @@ class Search:
         their relation (`<`, `=` or `>`) so that comparing them is local; x passes on `=`.
         Every check writes the comparison a bisection needs, blind or not."""
         total = self.a * x + self.b
-        relation = "<" if total < self.c else ">" if total > self.c else "="
-        return f"{self.a}*{x}={self.a * x},{self.a * x}+{self.b}={total}{relation}{self.c}"
+        return f"{self.a}*{x}={self.a * x},{self.a * x}+{self.b}={total}{relation(total, self.c)}{self.c}"
 
     def bisection(self) -> list[int]:
         """The candidates a bisection tries, ending at the answer: the middle of what is
@@ -122,7 +126,7 @@ class Search:
 
     def direction(self, x: int) -> str:
         """Where a bisection goes after x fails: `+` (its sum is below c) or `-`."""
-        return "+" if self.a * x + self.b < self.c else "-"
+        return "+" if relation(self.a * x + self.b, self.c) == "<" else "-"
 
     def claim(self, x: int) -> str:
         """A candidate as a summary states it: `7*6+3=45` (true or not)."""

@@ -73,6 +73,10 @@ def _by_id(records: list[dict]) -> dict:
     return {r["id"]: r for r in records}
 
 
+def _right(records: list[dict]) -> int:
+    return sum(int(r["correct"]) for r in records)
+
+
 def _fraction(section, quantity, model, seed, k, n, target=None, meets=None, p_value=None) -> dict:
     low, high = clopper_pearson(k, n) if n else (None, None)
     return {"section": section, "quantity": quantity, "model": model, "seed": seed, "k": k, "n": n,
@@ -114,12 +118,12 @@ def rival_rows(model, seed, cascade: list[dict], mixture: list[dict]) -> list[di
 def protocol_rows(model, seed, solo, cascade, mixture, names) -> list[dict]:
     """Section 2: the untrained two-pass protocols against the base alone."""
     base = _by_id(solo)
-    k = sum(int(r["correct"]) for r in solo)
+    k = _right(solo)
     rows = [_fraction("2 protocols", f"{names['solo']} (the base alone)", model, seed, k, len(solo),
                       SOLO_RANGE_TEXT, SOLO_RANGE[0] <= k / len(solo) <= SOLO_RANGE[1] if solo else None)]
     for key, records in (("cascade", cascade), ("mixture", mixture)):
         test = mcnemar_exact([int(base[r["id"]]["correct"]) for r in records], [int(r["correct"]) for r in records])
-        k = sum(int(r["correct"]) for r in records)
+        k = _right(records)
         better = k / len(records) > rows[0]["value"]
         rows.append(_fraction("2 protocols", f"{names[key]} (untrained {key})", model, seed, k, len(records),
                               f"> {names['solo']}" if key == "mixture" else None,
@@ -165,7 +169,7 @@ def length_rows(model, seed, solo: list[dict], retraction: str | None = None) ->
             continue
         lo, hi = part[0]["final_length"], part[-1]["final_length"]
         rows.append(_fraction("4 length", f"base accuracy, length quartile {q + 1} ({lo}-{hi} tokens)", model,
-                              seed, sum(int(r["correct"]) for r in part), len(part)))
+                              seed, _right(part), len(part)))
     final = [r["stages"][-1] for r in solo]
     for r, stage in zip(solo, final):
         missing = sorted({"truncated", "completion"} - set(stage))
@@ -190,11 +194,11 @@ def habit_rows(model, seed, solo: list[dict], trained: list[dict] | None, habit:
     shows = lambda r: bool(pattern.search(r["stages"][-1]["completion"]))  # noqa: E731
     with_habit = [r for r in solo if shows(r)]
     without = [r for r in solo if not shows(r)]
-    right_without = sum(int(r["correct"]) for r in without)
+    right_without = _right(without)
     rows = [_fraction(section, f"base completions that show the habit ({name})", model, seed, len(with_habit),
                       len(solo))]
     with_row = _fraction(section, f"base accuracy with the habit ({name})", model, seed,
-                         sum(int(r["correct"]) for r in with_habit), len(with_habit),
+                         _right(with_habit), len(with_habit),
                          f"> {right_without / len(without):.3f} (without it)" if without else "> accuracy without it")
     if with_habit and without:
         with_row["meets"] = "yes" if with_row["ci_low"] > right_without / len(without) else "no"
@@ -205,7 +209,7 @@ def habit_rows(model, seed, solo: list[dict], trained: list[dict] | None, habit:
         rows += [_fraction(section, f"{trained_name} completions that show the habit ({name}), trained", model,
                            seed, len(trained_with), len(trained)),
                  _fraction(section, f"{trained_name} accuracy with the habit ({name}), trained", model, seed,
-                           sum(int(r["correct"]) for r in trained_with), len(trained_with))]
+                           _right(trained_with), len(trained_with))]
     return rows
 
 
@@ -236,11 +240,12 @@ def training_length_rows(metrics_files: list[str]) -> list[dict]:
 def build_rows(spec: dict, index, metrics_files: list[str]) -> list[dict]:
     names = {k: spec[k] for k in KEYS}
     bench = spec["benchmark"]
+    reference, seeds = spec.get("reference"), spec["seeds"]
     rows, habits = [], []  # section 6 prints after section 5
     for model in spec["models"]:
         if model in spec.get("absent_models", []):
             continue
-        for seed in spec["seeds"]:
+        for seed in seeds:
             get = lambda e: tables._records(index, model, e, seed, bench)  # noqa: E731
             solo, cascade, mixture = get(names["solo"]), get(names["cascade"]), get(names["mixture"])
             rows += rival_rows(model, seed, cascade, mixture)
@@ -255,10 +260,8 @@ def build_rows(spec: dict, index, metrics_files: list[str]) -> list[dict]:
                 rows += pair_rows(f"{pair}, trained", model, seed, (ea, right_a), (eb, right_b))
             rows += length_rows(model, seed, solo, spec.get("retraction"))
             if spec.get("habit"):
-                reference = spec.get("reference")
                 habits += habit_rows(model, seed, solo, get(reference) if reference else None, spec["habit"],
                                    reference)
-        reference, seeds = spec.get("reference"), spec["seeds"]
         if reference and len(seeds) >= 2:
             right_a, right_b = _aligned(*(tables._records(index, model, reference, s, bench) for s in seeds[:2]))
             rows += pair_rows(f"{reference}, two seeds (reference)", model, f"{seeds[0]},{seeds[1]}",
