@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 
 from agon import io
@@ -23,3 +25,12 @@ def test_no_provenance_is_a_clear_error(tmp_path):
     (tmp_path / "results").mkdir()
     with pytest.raises(FileNotFoundError, match="no provenance found"):
         find_provenance(tmp_path / "results" / "x.jsonl")
+
+
+def test_provenance_names_the_cpu():
+    # a toy run's numbers differ between CPUs with and without native bf16 (README, precision)
+    block = io.provenance({"x": 1}, seed=3)
+    assert isinstance(block["cpu"], str) and block["seed"] == 3
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists() and "model name" in cpuinfo.read_text():
+        assert block["cpu"] and block["cpu"] in cpuinfo.read_text()

@@ -343,7 +343,8 @@ def test_code_domain_table6(finished_run):
     manifest = json.loads((results / "data" / "toy_code" / "manifest.json").read_text())
     n = manifest["splits"]["heldout"]["count"]
     assert n == 12 and set(manifest["splits"]["heldout"]["by_difficulty"]) <= {"1", "2", "3", "4"}
-    assert (results / "models" / "toy_code" / "base" / "agon_base.json").exists()
+    base_record = json.loads((results / "models" / "toy_code" / "base" / "agon_base.json").read_text())
+    assert base_record["precision"] in ("bf16", "fp32") and "cpu" in base_record["provenance"]
 
     rows = list(csv.DictReader(open(results / "tables" / "table6_code.csv")))
     assert [r["method"] for r in rows if not r["method"].endswith("(post hoc)")] == ["zero_shot", "grpo", "coop", "agon"]

@@ -101,7 +101,12 @@ def cmd_base(args) -> None:
     tmp = out.with_name(out.name + ".tmp")
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
-    io.write_json(tmp / "agon_base.json", {"history": history, "provenance": io.provenance(spec, spec["seed"])})
+    from . import precision
+
+    # the base's weights differ with the resolved precision (bf16 autocast or fp32): recorded
+    resolved = precision.resolve(spec.get("precision", "fp32"))
+    io.write_json(tmp / "agon_base.json", {"history": history, "precision": resolved,
+                                            "provenance": io.provenance(spec, spec["seed"])})
     io.share_modes(tmp)
     if out.exists():
         import shutil

@@ -171,8 +171,21 @@ def _package_versions() -> dict[str, str]:
     return versions
 
 
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo on Linux, else what `platform` says; '' if neither)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
 def provenance(config: Any = None, seed: int | None = None, device: str = "cpu") -> dict:
-    """Where a result came from: config hash, code version, packages, machine."""
+    """Where a result came from: config hash, code version, packages, machine and CPU (a toy
+    run's numbers differ between CPUs with and without native bf16: see `precision`)."""
     return {
         "config_hash": stable_hash(config) if config is not None else None,
         "git_commit": _git_commit(),
@@ -180,6 +193,7 @@ def provenance(config: Any = None, seed: int | None = None, device: str = "cpu")
         "python": platform.python_version(),
         "machine": platform.node(),
         "platform": platform.platform(),
+        "cpu": cpu_model(),
         "device": device,
         "seed": seed,
     }
