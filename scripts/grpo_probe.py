@@ -1,10 +1,10 @@
 """Probe: does one epoch of GRPO lift a toy base's single pass, at a given cap and learning rate?
 
-    python scripts/grpo_probe.py [--run results/toy] [--cap 96] [--lr 5e-4] [--lam 0.5] [--seed 0]
+    python scripts/grpo_probe.py [--run results/toy] [--cap 96] [--lr 5e-4] [--lam 0.5] [--seed 0] [--steps N]
 
 A development tool, not a pipeline step: it trains the default's GRPO cell in this
 process (agon's own Trainer, the default's `train` and `methods.grpo`, 1 thread) on the
-run's base and train split, with `--cap` as both the training and the evaluation
+run's base and train split (one epoch, or its first `--steps` steps), with `--cap` as both the training and the evaluation
 `max_new_tokens`, `--lr` as the learning rate and `--lam` as the format weight. Then it
 samples the held-out split once with the bare base and once with the trained adapter
 (the same sampling seed) and prints both pass@1 counts, how many were cut by the cap,
@@ -25,18 +25,18 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 
-def search_habits(problems: list[dict], texts: list[str]) -> str:
+def search_habits(problems: list[dict], texts: list[str], habit: str) -> str:
     """How the toy base searches level-5 problems: how often its first try is the answer
     (an uninformed order: 1 in 8), how many completions try a candidate twice, and the
     share of checks with an arithmetic slip (`a*x=P,P+b=S<c` with P, S or the relation wrong), and how
-    many completions bisect (a retraction that says which way, ` no+` / ` no-`) and how
-    many of those end with the right answer."""
+    many completions show the `habit` (a regex on the completion: Table 0's section 6, the
+    config's bisection) and how many of those end with the right answer."""
     import re
 
     from agon import prompts
     from agon.data.toy_math import SEARCH_LEVEL, relation
 
-    first = repeats = slips = checks = searches = bisecting = bisecting_right = 0
+    first = repeats = slips = checks = searches = habitual = habitual_right = 0
     for problem, text in zip(problems, texts):
         if problem["difficulty"] != SEARCH_LEVEL:
             continue
@@ -46,16 +46,16 @@ def search_habits(problems: list[dict], texts: list[str]) -> str:
         tried = [int(m[1]) for m in found]
         first += bool(tried) and tried[0] == int(problem["answer"])
         repeats += len(set(tried)) < len(tried)
-        if re.search(r" no[+-];", think):
-            bisecting += 1
-            bisecting_right += prompts.extract_answer(text) == problem["answer"]
+        if re.search(habit, text):
+            habitual += 1
+            habitual_right += prompts.extract_answer(text) == problem["answer"]
         for a, x, product, copied, b, total, written, c in found:
             a, x, product, copied, b, total, c = map(int, (a, x, product, copied, b, total, c))
             checks += 1
             slips += (a * x != product or copied != product or product + b != total
                       or written != relation(total, c))
     return (f"first try is the answer in {first}/{searches}, a candidate tried twice in {repeats}/{searches}, "
-            f"a slip in {slips}/{checks} checks, bisects in {bisecting}/{searches} (right in {bisecting_right})")
+            f"a slip in {slips}/{checks} checks, shows the habit in {habitual}/{searches} (right in {habitual_right})")
 
 
 def main() -> None:
@@ -65,6 +65,7 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=None, help="default: the config's train.lr")
     parser.add_argument("--lam", type=float, default=None, help="the format weight; default: the config's train.lam")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--steps", type=int, default=None, help="stop after this many steps (default: one epoch)")
     args = parser.parse_args()
 
     import torch
@@ -80,7 +81,7 @@ def main() -> None:
     cfg = load(ROOT / "config" / "config.yaml")
     run = Path(args.run)
     sampling = {**cfg["sampling"]["train"], "max_new_tokens": args.cap}
-    train = {**cfg["train"], "lr": args.lr if args.lr is not None else cfg["train"]["lr"], "max_steps": None,
+    train = {**cfg["train"], "lr": args.lr if args.lr is not None else cfg["train"]["lr"], "max_steps": args.steps,
              "lam": args.lam if args.lam is not None else cfg["train"]["lam"]}
     spec = {"attn_implementation": cfg["models"]["toy"].get("attn_implementation"), "prompt_style": "toy",
             "base_path": str(run / "models" / "toy" / "base"), "generation": cfg["generation"],
@@ -92,11 +93,12 @@ def main() -> None:
                       backend_factory=lambda m: make_backend(spec, m, tokenizer, resolved),
                       grader=Grader.for_spec(spec))
     heldout = io.read_jsonl(run / "data" / "toy_math" / "heldout.jsonl")
+    habit = cfg["tables"]["table0_preconditions"]["habit"]["pattern"]  # one definition: Table 0's
 
     def solo(adapter):
         completions = trainer.backend.sample(adapter, [fmt.plain(p) for p in heldout], sampling, 12345)
         right = [trainer.grader(p, c)[0] for p, c in zip(heldout, completions)]  # (correct, format)
-        print(f"{adapter or 'base'}: {search_habits(heldout, [c.text for c in completions])}")
+        print(f"{adapter or 'base'}: {search_habits(heldout, [c.text for c in completions], habit)}")
         return right, sum(c.truncated for c in completions)
 
     before, cut_before = solo(None)

@@ -3,7 +3,10 @@
 import importlib.util
 from pathlib import Path
 
+from agon.config import load
 from agon.data import toy_math
+
+HABIT = load(Path(__file__).resolve().parents[1] / "config" / "config.yaml")["tables"]["table0_preconditions"]["habit"]
 
 SPEC = importlib.util.spec_from_file_location("grpo_probe", Path(__file__).resolve().parents[1] / "scripts" / "grpo_probe.py")
 probe = importlib.util.module_from_spec(SPEC)
@@ -23,6 +26,8 @@ def test_search_habits_counts_first_tries_repeats_and_slips():
         f"<think>{search.check(5)} no+;7*7=49,49+3=52<45 no+;{search.check(8)} no",        # a relation slip, cut
         "<think>2+3=5</think>",
     ]
-    assert probe.search_habits(problems, texts) == (
+    # the habit is Table 0's (a bisection: 5 first, no blind retraction): the 2nd text starts
+    # with 5 but retracts blind
+    assert probe.search_habits(problems, texts, HABIT["pattern"]) == (
         "first try is the answer in 1/5, a candidate tried twice in 1/5, a slip in 2/12 checks, "
-        "bisects in 2/5 (right in 1)")
+        "shows the habit in 2/5 (right in 1)")

@@ -153,6 +153,28 @@ def test_search_examples_check_claims_first_and_never_repeat():
     assert all(seen.values()), seen
 
 
+def test_table0s_habit_pattern_finds_every_supervised_bisection_and_no_failed_blind_search():
+    # config tables.table0_preconditions.habit: what section 6 counts as the base bisecting
+    from pathlib import Path
+
+    from agon.config import load
+
+    config = load(Path(__file__).resolve().parents[1] / "config" / "config.yaml")
+    habit = re.compile(config["tables"]["table0_preconditions"]["habit"]["pattern"])
+    rng = random.Random(2)
+    problems = toy_math.generate(300, 0, levels=[toy_math.SEARCH_LEVEL])
+    long_bisections = blind_from_5 = 0
+    for problem in problems:
+        bisection = "".join(t for t, _ in sft.example(problem, rng, 0.0, 0.0, 0.0, bisect_prob=1.0)[1])
+        blind = "".join(t for t, _ in sft.example(problem, rng, 0.0, 0.0, 0.0, bisect_prob=0.0)[1])
+        assert habit.search(bisection), bisection
+        # a blind search matches only when it starts with 5 and 5 passes: the two look alike
+        assert bool(habit.search(blind)) == (_tries(blind) == [5]), blind
+        long_bisections += len(_tries(bisection)) > 1
+        blind_from_5 += _tries(blind)[0] == 5 and len(_tries(blind)) > 1
+    assert long_bisections > 200 and blind_from_5 > 10  # both sides of the pattern were exercised
+
+
 def test_bisection_halves_what_is_left_and_says_which_way():
     from agon import prompts
 
