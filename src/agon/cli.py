@@ -87,6 +87,7 @@ def cmd_prepare(args) -> None:
 
 
 def cmd_base(args) -> None:
+    from . import precision
     from .toy import sft
     from .toy.tokenizer import build_tokenizer
 
@@ -96,15 +97,13 @@ def cmd_base(args) -> None:
     for path in args.exclude:
         exclude |= {p["prompt"] for p in io.read_jsonl(path)}
     tokenizer = build_tokenizer()
-    model, history = sft.train_base(tokenizer, spec, exclude, spec["seed"], log=_log)
+    # resolved once: the base trains in it (bf16 autocast or fp32), and its record says which
+    resolved = precision.resolve(spec.get("precision", "fp32"))
+    model, history = sft.train_base(tokenizer, {**spec, "precision": resolved}, exclude, spec["seed"], log=_log)
     out = Path(args.out)
     tmp = out.with_name(out.name + ".tmp")
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
-    from . import precision
-
-    # the base's weights differ with the resolved precision (bf16 autocast or fp32): recorded
-    resolved = precision.resolve(spec.get("precision", "fp32"))
     io.write_json(tmp / "agon_base.json", {"history": history, "precision": resolved,
                                             "provenance": io.provenance(spec, spec["seed"])})
     io.share_modes(tmp)
