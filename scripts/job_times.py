@@ -65,13 +65,13 @@ def main(argv: list[str]) -> None:
         by_rule[job["rule"]].append(job)
     print(f"{path}: {len(done)} finished jobs of {len(jobs)}")
     print(f"{'rule':<18}{'jobs':>5}{'wall s':>9}{'min':>6}{'max':>6}{'core-s':>9}")
-    total = 0.0
-    for rule, rows in sorted(by_rule.items(), key=lambda kv: -sum(
-            (j["end"] - j["start"]).total_seconds() * j["threads"] for j in kv[1])):
+    stats = []  # (core-seconds, rule, wall seconds of each job)
+    for rule, rows in by_rule.items():
         walls = [(j["end"] - j["start"]).total_seconds() for j in rows]
-        core = sum(w * j["threads"] for w, j in zip(walls, rows))
-        total += core
-        print(f"{rule:<18}{len(rows):>5}{sum(walls):>9.0f}{min(walls):>6.0f}{max(walls):>6.0f}{core:>9.0f}")
+        stats.append((sum(w * j["threads"] for w, j in zip(walls, rows)), rule, walls))
+    for core, rule, walls in sorted(stats, key=lambda s: -s[0]):
+        print(f"{rule:<18}{len(walls):>5}{sum(walls):>9.0f}{min(walls):>6.0f}{max(walls):>6.0f}{core:>9.0f}")
+    total = sum(core for core, _, _ in stats)
     wall = (last - first).total_seconds()
     packed = f", {total / (wall * cores):.0%} of {cores} cores x {wall:.0f} s" if cores and wall else ""
     print(f"run wall {wall:.0f} s; jobs {total:.0f} core-seconds{packed}")
