@@ -194,7 +194,9 @@ def test_every_eos_of_the_generation_config_stops_and_is_cut(tok, tiny_base, tmp
     assert stop_token_ids(tok_, path) == stop_token_ids(tok_, model=base) == tuple(sorted({tok_.eos_token_id,
                                                                                          second}))
     backend = TransformersBackend(base, tok_)
-    out = backend.sample(None, ["Q: 3+4\n"] * 16, {"temperature": 1.0, "top_p": 1.0, "max_new_tokens": 60}, seed=0)
+    # the toy's own prompt ("Q: 3+4=?"): without "=?" the trained base ends at once ("<think>0<eos>")
+    prompt = PromptFormat("toy").plain({"id": "x", "prompt": "3+4=?"})
+    out = backend.sample(None, [prompt] * 16, {"temperature": 1.0, "top_p": 1.0, "max_new_tokens": 60}, seed=0)
     ended = [c for c in out if c.completion_ids and c.completion_ids[-1] == second]
     assert ended, "the toy base writes </answer>: some completion must stop on it"
     for c in ended:
