@@ -49,8 +49,13 @@ def parse(lines):
 
 
 def main(argv: list[str]) -> None:
+    if argv and argv[0] in ("-h", "--help"):
+        print(__doc__)
+        return
     if argv:
         path = Path(argv[0])
+        if not path.is_file():
+            sys.exit(f"job_times: {path}: no such log file")
     else:
         logs = sorted(Path(".snakemake/log").glob("*.snakemake.log"))
         if not logs:

@@ -52,3 +52,10 @@ def test_a_log_without_a_finished_job_says_so(tmp_path):
     (tmp_path / "run.log").write_text("Provided cores: 2\n")
     with pytest.raises(SystemExit, match="no finished job"):
         job_times.main([str(tmp_path / "run.log")])
+
+
+def test_a_missing_log_is_named_and_help_prints_the_usage(tmp_path, capsys):
+    with pytest.raises(SystemExit, match="no-such.log: no such log file"):
+        job_times.main([str(tmp_path / "no-such.log")])
+    job_times.main(["--help"])
+    assert "python scripts/job_times.py" in capsys.readouterr().out
