@@ -11,7 +11,7 @@ cuts them). Prints seconds and the ratio to the default's architecture (config.y
 
 What it answers: where a smaller toy world would save time. On the 2-core Intel CPU of
 2026-12-03 the step is bound by per-op overhead, not arithmetic: a narrower model saves
-little and a shallower one saves in proportion to its layers (README, "Run time").
+less than a shallower one (README, "Run time").
 Numbers vary with machine load: read the ratios, not the absolute seconds.
 """
 
