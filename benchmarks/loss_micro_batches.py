@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,6 +43,7 @@ def main() -> None:
     from agon.prompts import PromptFormat
     from agon.rl import methods
     from agon.rl.trainer import StepContext, Trainer, group_rows, micro_batches
+    from timing import loss_pass_seconds
 
     torch.set_num_threads(1)
     cfg = load(ROOT / "config" / "config.yaml")
@@ -68,12 +68,7 @@ def main() -> None:
         groupings.update({f"by length, {b}": micro_batches(completions, b) for b in budgets})
 
         def loss_pass(groups) -> float:
-            start = time.perf_counter()
-            for g in groups:
-                part, _, _ = trainer._micro_batch_loss("A", [completions[i] for i in g], advantages[g])
-                part.backward()
-            trainer.policies.model.zero_grad(set_to_none=True)
-            return time.perf_counter() - start
+            return loss_pass_seconds(trainer, completions, advantages, groups)
 
         for groups in groupings.values():  # untimed: the first passes warm allocator and caches
             loss_pass(groups)
