@@ -5,7 +5,7 @@ import math
 import pytest
 from hypothesis import given, strategies as st
 
-from agon.evaluate.stats import aggregate_seeds, mcnemar_exact, paired_by_id
+from agon.evaluate.stats import aggregate_seeds, mcnemar_exact, mcnemar_power, paired_by_id
 
 
 def _pairs(both, only_a, only_b, neither):
@@ -117,3 +117,27 @@ def test_p_in_unit_interval_and_swap_invariant(pairs):
 def test_matches_hand_binomial(x, y):
     r = mcnemar_exact(*_pairs(1, x, y, 1))
     assert r["p_value"] == pytest.approx(_exact_two_sided(x, y), rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("n,q,w,alpha", [(9, 0.6, 0.8, 0.2), (12, 0.3, 0.7, 0.05), (7, 1.0, 0.9, 0.1)])
+def test_mcnemar_power_is_the_tests_own_rejection_rate(n, q, w, alpha):
+    # By enumeration: every (discordant d, a's wins k) outcome, its probability, and whether
+    # mcnemar_exact itself says a is better at p < alpha.
+    expected = 0.0
+    for d in range(n + 1):
+        for k in range(d + 1):
+            a = [1] * k + [0] * (d - k) + [0] * (n - d)
+            b = [0] * k + [1] * (d - k) + [0] * (n - d)
+            r = mcnemar_exact(a, b)
+            if r["p_value"] < alpha and r["only_a"] > r["only_b"]:
+                expected += (math.comb(n, d) * q ** d * (1 - q) ** (n - d)
+                             * math.comb(d, k) * w ** k * (1 - w) ** (d - k))
+    assert mcnemar_power(n, q, w, alpha) == pytest.approx(expected, abs=1e-12)
+
+
+def test_mcnemar_power_grows_with_problems_and_stays_below_alpha_without_an_effect():
+    powers = [mcnemar_power(n, 0.42, 0.58) for n in (100, 300, 800)]
+    assert powers == sorted(powers) and powers[-1] > 0.8 > powers[0]
+    assert mcnemar_power(300, 0.42, 0.5) <= 0.025
+    with pytest.raises(ValueError, match="mcnemar_power"):
+        mcnemar_power(0, 0.4, 0.6)

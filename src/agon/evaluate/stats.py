@@ -93,6 +93,30 @@ def paired_by_id(records_a: list[dict], records_b: list[dict]) -> Paired:
     return Paired(ids, [ia[i] for i in ids], [ib[i] for i in ids])
 
 
+def mcnemar_power(n: int, discordant_rate: float, win_share: float, alpha: float = 0.05) -> float:
+    """Chance that `mcnemar_exact` finds method a better than b at p < `alpha` on n problems.
+
+    The model of a run: each problem is discordant (one method right, the other wrong) with
+    probability `discordant_rate`, and a discordant problem goes to a with probability
+    `win_share`. Exact, by summing over the number of discordant problems d: the test rejects
+    in a's favour when a wins at least d - c of them, c the largest count whose doubled
+    binomial tail stays below `alpha` (the test's own p-value). How many held-out problems a
+    single seed needs to see a lift of a given size (README, "Why 800 held-out problems").
+    """
+    if n < 1 or not 0 <= discordant_rate <= 1 or not 0 <= win_share <= 1:
+        raise ValueError(f"mcnemar_power: need n >= 1 and rates in [0, 1], got n={n}, "
+                         f"discordant_rate={discordant_rate}, win_share={win_share}")
+    power = 0.0
+    for d in range(1, n + 1):
+        tails = 2.0 * _st.binom.cdf(range(d + 1), d, 0.5)  # p-value when the smaller side has k
+        rejecting = [k for k in range(d // 2 + 1) if tails[k] < alpha]
+        if not rejecting:
+            continue
+        c = rejecting[-1]  # a wins at least d - c: the smaller side (b's) has at most c
+        power += float(_st.binom.pmf(d, n, discordant_rate) * _st.binom.sf(d - c - 1, d, win_share))
+    return power
+
+
 # --- Aggregation over training seeds -------------------------------------------
 # The paper reports one training run per number. We run several seeds and report
 # their spread next to the mean, so a gap can be compared with run-to-run noise.
