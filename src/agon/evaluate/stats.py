@@ -5,6 +5,7 @@ from __future__ import annotations
 import statistics
 from typing import NamedTuple
 
+import numpy as np
 from scipy import stats as _st
 
 
@@ -24,6 +25,12 @@ def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, fl
 # Clopper-Pearson intervals wastes that pairing (overlapping intervals can hide a
 # clear difference), so the paired question is asked directly: on the problems
 # where exactly one method is right, is the split further from 50/50 than chance?
+
+
+def _two_sided_p(smaller, discordant: int):
+    """The exact McNemar p-value when the smaller side holds `smaller` of `discordant` problems
+    (a number or an array of them): the doubled binomial tail, at most 1."""
+    return np.minimum(1.0, 2.0 * _st.binom.cdf(smaller, discordant, 0.5))
 
 
 def mcnemar_exact(a: list[int | bool], b: list[int | bool]) -> dict:
@@ -52,7 +59,7 @@ def mcnemar_exact(a: list[int | bool], b: list[int | bool]) -> dict:
     n = len(a)
     d = only_a + only_b
     # min() of the two tails makes the result exactly symmetric in a and b.
-    p = 1.0 if d == 0 else min(1.0, 2.0 * float(_st.binom.cdf(min(only_a, only_b), d, 0.5)))
+    p = 1.0 if d == 0 else float(_two_sided_p(min(only_a, only_b), d))
     return {"n": n, "both": both, "only_a": only_a, "only_b": only_b,
             "neither": n - both - only_a - only_b, "p_value": p,
             "diff": (only_a - only_b) / n}
@@ -108,11 +115,10 @@ def mcnemar_power(n: int, discordant_rate: float, win_share: float, alpha: float
                          f"discordant_rate={discordant_rate}, win_share={win_share}")
     power = 0.0
     for d in range(1, n + 1):
-        tails = 2.0 * _st.binom.cdf(range(d + 1), d, 0.5)  # p-value when the smaller side has k
-        rejecting = [k for k in range(d // 2 + 1) if tails[k] < alpha]
-        if not rejecting:
+        rejecting = np.flatnonzero(_two_sided_p(np.arange(d // 2 + 1), d) < alpha)
+        if rejecting.size == 0:
             continue
-        c = rejecting[-1]  # a wins at least d - c: the smaller side (b's) has at most c
+        c = int(rejecting[-1])  # a wins at least d - c: the smaller side (b's) has at most c
         power += float(_st.binom.pmf(d, n, discordant_rate) * _st.binom.sf(d - c - 1, d, win_share))
     return power
 
