@@ -13,25 +13,19 @@ that a single seed of n problems drawn like these finds a better at p < 0.05
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 
-from agon import io
 from agon.evaluate.stats import mcnemar_exact, mcnemar_power, paired_by_id
+from agon.report.tables import index_records
 
-SEED_DIR = re.compile(r"^seed(\d+)$")
 
-
-def records_by_seed(run: Path, model: str, evaluation: str, benchmark: str) -> dict[int, Path]:
-    """{seed: records file} of one evaluation: results/<run>/eval/<model>/<cell>/seed<s>/<evaluation>.<benchmark>.jsonl."""
-    found: dict[int, Path] = {}
-    for path in sorted((run / "eval" / model).glob(f"*/seed*/{evaluation}.{benchmark}.jsonl")):
-        seed = int(SEED_DIR.match(path.parent.name).group(1))
-        if seed in found:
-            raise ValueError(f"{evaluation}.{benchmark}: two records files for seed {seed}: {found[seed]}, {path}")
-        found[seed] = path
-    return found
+def records_index(run: Path, model: str, evaluations: tuple[str, ...], benchmark: str) -> dict[tuple, list[dict]]:
+    """The tables' index, {(model, evaluation, seed, benchmark): records}, of these evaluations'
+    files: results/<run>/eval/<model>/<cell>/seed<s>/<evaluation>.<benchmark>.jsonl."""
+    files = [str(path) for evaluation in evaluations
+             for path in sorted((run / "eval" / model).glob(f"*/seed*/{evaluation}.{benchmark}.jsonl"))]
+    return index_records(files)
 
 
 def main(argv=None) -> int:
@@ -43,16 +37,18 @@ def main(argv=None) -> int:
     parser.add_argument("--benchmark", default="heldout")
     parser.add_argument("--n", type=int, nargs="+", default=[300, 600, 800], help="problems per seed")
     args = parser.parse_args(argv)
-    files_a = records_by_seed(args.run, args.model, args.a, args.benchmark)
-    files_b = records_by_seed(args.run, args.model, args.b, args.benchmark)
-    seeds = sorted(set(files_a) & set(files_b))
+    index = records_index(args.run, args.model, (args.a, args.b), args.benchmark)
+    seeds_of = {e: {s for (m, ev, s, b) in index if (m, ev, b) == (args.model, e, args.benchmark)}
+                for e in (args.a, args.b)}
+    seeds = sorted(seeds_of[args.a] & seeds_of[args.b])
     if not seeds:
         print(f"lift_power: no seed of {args.run} has records of both {args.a!r} and {args.b!r} on "
               f"{args.benchmark!r} for model {args.model!r}", file=sys.stderr)
         return 2
     problems = wins = losses = 0
     for seed in seeds:
-        paired = paired_by_id(io.read_jsonl(files_a[seed]), io.read_jsonl(files_b[seed]))
+        paired = paired_by_id(index[(args.model, args.a, seed, args.benchmark)],
+                              index[(args.model, args.b, seed, args.benchmark)])
         test = mcnemar_exact(paired.a, paired.b)
         problems, wins, losses = problems + test["n"], wins + test["only_a"], losses + test["only_b"]
         print(f"seed {seed}: {test['n']} problems, {args.a} right alone on {test['only_a']}, "

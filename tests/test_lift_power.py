@@ -14,8 +14,12 @@ SPEC.loader.exec_module(lift_power)
 
 
 def _write(path: Path, correct: list[int]) -> None:
+    """Records as an evaluation job writes them: eval/<model>/<cell>/seed<s>/<evaluation>.<benchmark>.jsonl."""
+    evaluation, benchmark = path.name.removesuffix(".jsonl").split(".")
+    key = {"model": path.parents[2].name, "evaluation": evaluation, "seed": int(path.parent.name[4:]),
+           "benchmark": benchmark}
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps({"id": f"p{i}", "correct": c}) + "\n" for i, c in enumerate(correct)))
+    path.write_text("".join(json.dumps({**key, "id": f"p{i}", "correct": c}) + "\n" for i, c in enumerate(correct)))
 
 
 def test_pools_the_seeds_discordant_problems(tmp_path, capsys):
