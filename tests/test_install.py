@@ -11,13 +11,15 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _fake_venv(tmp_path: Path, config: dict[str, str]) -> Path:
-    """A venv whose pip answers `config get global.<key>` from `config` and whose uv prints its arguments."""
+    """A venv whose pip lists `config` as `pip config list` does (global.<key>='<value>', after an
+    unrelated key) and whose uv prints its arguments."""
     bin_dir = tmp_path / "venv" / "bin"
     bin_dir.mkdir(parents=True)
-    cases = "".join(f'    global.{k}) echo "{v}";;\n' for k, v in config.items())
+    listing = "".join(f"global.{k}='{v}'\n" for k, v in config.items())
+    (tmp_path / "listing").write_text("user.other='x'\n" + listing)
     scripts = {
         "python": "#!/bin/sh\nexit 0\n",
-        "pip": f'#!/bin/bash\n[ "$1 $2" = "config get" ] || exit 1\ncase "$3" in\n{cases}    *) exit 1;;\nesac\n',
+        "pip": f'#!/bin/sh\n[ "$1 $2" = "config list" ] || exit 1\ncat {tmp_path / "listing"}\n',
         "uv": '#!/bin/sh\necho "$@"\n',
     }
     for name, text in scripts.items():
@@ -45,6 +47,11 @@ def test_pip_environment_wins_over_its_config(tmp_path):
     venv = _fake_venv(tmp_path, {"find-links": "/wheels", "cert": "/etc/proxy-ca.pem"})
     args = _uv_arguments(venv, {"PIP_FIND_LINKS": "/env-wheels", "PIP_CERT": "/env-ca.pem"})
     assert "--find-links /env-wheels --cert /env-ca.pem -e ." in args and "/etc/proxy-ca.pem" not in args
+
+
+def test_a_multi_line_find_links_value_is_split(tmp_path):
+    venv = _fake_venv(tmp_path, {"find-links": "/wheels\\n/more"})  # `pip config list` prints a newline as \\n
+    assert "--find-links /wheels --find-links /more -e ." in _uv_arguments(venv, {})
 
 
 @pytest.mark.parametrize("config", [{}, {"find-links": "/wheels"}])
