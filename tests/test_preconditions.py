@@ -113,6 +113,13 @@ def test_the_habit_section_counts_completions_by_pattern(files, tmp_path):
     assert (trained["k"], trained["n"]) == (5, 20)
     trained_right = by["grpo accuracy with the habit (retry), trained"]
     assert (trained_right["k"], trained_right["n"]) == (5, 5)
+    assert shows["target"] == "" and shows["meets"] == ""  # no min_share: no target on the share
+    for min_share, meets in ((0.2, "yes"), (0.25, "no")):  # the base shows it in 4/20 = 0.2
+        habit = {**spec["habit"], "min_share": min_share}
+        by_share = rows_by_quantity(preconditions.build_rows(
+            {**spec, "habit": habit}, preconditions.tables.index_records(files + [grpo]), []))
+        row = by_share["base completions that show the habit (retry)"]
+        assert (row["target"], row["meets"]) == (f">= {min_share:.3f}", meets)
     spec["habit"]["pattern"] = "2\\|2$"  # every completion: nothing to compare with, no verdict
     by = rows_by_quantity(preconditions.build_rows(spec, preconditions.tables.index_records(files + [grpo]), []))
     assert by["base accuracy with the habit (retry)"]["meets"] == ""

@@ -36,8 +36,11 @@ is computed from per-problem records (and, for section 5, training metrics):
                       completions that show it and its accuracy with and without it;
                       then the same share for `reference` (GRPO) after training. RL
                       sharpens what a base already does: a better habit that the base
-                      seldom shows is headroom it can take. Target: accuracy with the
-                      habit above accuracy without it (the with-interval's low end).
+                      seldom shows is headroom it can take. Targets: accuracy with the
+                      habit above accuracy without it (the with-interval's low end); and,
+                      where the spec sets `min_share`, the base showing it in at least that
+                      share of its completions (GRPO's advantages are relative within a
+                      group of samples, so a habit a group never samples gets no credit).
                       A marker only shows where the habit left a trace (the toy's
                       bisection marks its retractions, so one right at its first try
                       counts as without it): the with / without split understates it.
@@ -195,8 +198,13 @@ def habit_rows(model, seed, solo: list[dict], trained: list[dict] | None, habit:
     with_habit = [r for r in solo if shows(r)]
     without = [r for r in solo if not shows(r)]
     right_without = _right(without)
-    rows = [_fraction(section, f"base completions that show the habit ({name})", model, seed, len(with_habit),
-                      len(solo))]
+    share = _fraction(section, f"base completions that show the habit ({name})", model, seed, len(with_habit),
+                      len(solo))
+    if habit.get("min_share") is not None and solo:
+        # GRPO credits a habit only inside a group that samples it: the share sets how often one does
+        share["target"] = f">= {habit['min_share']:.3f}"
+        share["meets"] = "yes" if share["value"] >= habit["min_share"] else "no"
+    rows = [share]
     with_row = _fraction(section, f"base accuracy with the habit ({name})", model, seed,
                          _right(with_habit), len(with_habit),
                          f"> {right_without / len(without):.3f} (without it)" if without else "> accuracy without it")
