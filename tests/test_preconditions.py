@@ -43,6 +43,8 @@ def files(tmp_path):
         write(tmp_path, "moa", lambda i: [stage(draft(i)), stage(i < 7 or 10 <= i < 14), stage(i < 12)]),
         write(tmp_path, "agon_drafter_a", lambda i: [stage(i < 8)]),
         write(tmp_path, "agon_drafter_b", lambda i: [stage(4 <= i < 12)]),
+        # the trained reference: right on p0-p7, wrong on p8-p19, of which p16-p19 hit the cap
+        write(tmp_path, "grpo", lambda i: [stage(i < 8, truncated=i >= 16)]),
     ]
 
 
@@ -72,6 +74,8 @@ def test_each_section_counts_what_it_says(files, tmp_path):
     assert (overlap["k"], overlap["n"]) == (8, 16)
     cut = by["base's wrong completions cut by the token cap"]
     assert (cut["k"], cut["n"]) == (5, 10)
+    trained_cut = by["grpo's wrong completions cut by the token cap"]
+    assert (trained_cut["k"], trained_cut["n"]) == (4, 12)
     paid = by["base's correct completions that retracted first ('no')"]
     assert (paid["k"], paid["n"], paid["meets"]) == (4, 10, "yes")   # Clopper-Pearson low end of 4/10 > 0
     quartiles = [r for r in rows if "quartile" in r["quantity"]]
@@ -85,7 +89,7 @@ def test_two_seeds_add_the_reference_and_training_lengths_come_from_metrics(file
             for e in ("zero_shot", "agon_drafter_a", "agon_drafter_b")]
     more.append(write(tmp_path, "untrained_cascade", lambda i: [stage(i < 10), stage(i < 10)], seed=1))
     more.append(write(tmp_path, "moa", lambda i: [stage(1), stage(i < 5), stage(1)], seed=1))
-    grpo = [write(tmp_path, "grpo", lambda i: [stage(i < 10)], seed=0), write(tmp_path, "grpo", lambda i: [stage(i < 5)], seed=1)]
+    grpo = [write(tmp_path, "grpo", lambda i: [stage(i < 5)], seed=1)]  # seed 0's is the fixture's: right on p0-p7
     cell = tmp_path / "train" / "toy" / "grpo" / "seed0"
     io.write_jsonl(cell / "metrics.jsonl", [{"step": s, "streams": {"policy:A": {"mean_length": 10.0 + s}}}
                                             for s in range(20)])
@@ -93,17 +97,17 @@ def test_two_seeds_add_the_reference_and_training_lengths_come_from_metrics(file
     rows = preconditions.build_rows(spec, preconditions.tables.index_records(files + more + grpo),
                                     [str(cell / "metrics.jsonl")])
     by = rows_by_quantity(rows)
-    assert by["grpo, two seeds (reference): disagreement (one right, one wrong)"]["k"] == 5
+    assert by["grpo, two seeds (reference): disagreement (one right, one wrong)"]["k"] == 3  # p5-p7
     length = by["grpo policy:A: mean length, first 2 -> last 2 step(s)"]
     assert (length["ci_low"], length["value"]) == (10.5, 28.5)
 
 
 def test_the_habit_section_counts_completions_by_pattern(files, tmp_path):
     # zero-shot retried (" no;") on p0-p3, all right; without it right on p4-p9 of p4-p19.
-    # the trained reference shows it on p0-p4
+    # the trained reference, rewritten over the fixture's file, shows it on p0-p4
     spec = {**SPEC, "habit": {"name": "retry", "pattern": r" no;"}}
-    grpo = write(tmp_path, "grpo", lambda i: [stage(1, completion="1|2 no;2|2" if i < 5 else "")])
-    by = rows_by_quantity(preconditions.build_rows(spec, preconditions.tables.index_records(files + [grpo]), []))
+    write(tmp_path, "grpo", lambda i: [stage(1, completion="1|2 no;2|2" if i < 5 else "")])
+    by = rows_by_quantity(preconditions.build_rows(spec, preconditions.tables.index_records(files), []))
     shows = by["base completions that show the habit (retry)"]
     assert (shows["k"], shows["n"]) == (4, 20)
     with_it, without = by["base accuracy with the habit (retry)"], by["base accuracy without the habit (retry)"]
@@ -117,11 +121,11 @@ def test_the_habit_section_counts_completions_by_pattern(files, tmp_path):
     for min_share, meets in ((0.2, "yes"), (0.25, "no")):  # the base shows it in 4/20 = 0.2
         habit = {**spec["habit"], "min_share": min_share}
         by_share = rows_by_quantity(preconditions.build_rows(
-            {**spec, "habit": habit}, preconditions.tables.index_records(files + [grpo]), []))
+            {**spec, "habit": habit}, preconditions.tables.index_records(files), []))
         row = by_share["base completions that show the habit (retry)"]
         assert (row["target"], row["meets"]) == (f">= {min_share:.3f}", meets)
     spec["habit"]["pattern"] = "2\\|2$"  # every completion: nothing to compare with, no verdict
-    by = rows_by_quantity(preconditions.build_rows(spec, preconditions.tables.index_records(files + [grpo]), []))
+    by = rows_by_quantity(preconditions.build_rows(spec, preconditions.tables.index_records(files), []))
     assert by["base accuracy with the habit (retry)"]["meets"] == ""
 
 

@@ -28,7 +28,10 @@ is computed from per-problem records (and, for section 5, training metrics):
                       token cap (more room might have answered them); and, where the spec
                       names the world's `retraction` marker, the share of its correct
                       completions that retracted something first (a retry that paid).
-                      Target: that share above zero (its interval's low end > 0).
+                      Target: that share above zero (its interval's low end > 0). Beside
+                      the base's cut share, the trained `reference`'s: RL that learns to
+                      finish inside the cap (the format term pays a finished wrong answer,
+                      not a cut one) without getting more right shows there.
   5 length in training  each cell's mean completion length per role over its first and
                       last steps (a tenth of the run each, at least one step).
   6 a habit to sharpen  where the spec names a `habit` ({name, pattern}: a regular
@@ -173,14 +176,8 @@ def length_rows(model, seed, solo: list[dict], retraction: str | None = None) ->
         lo, hi = part[0]["final_length"], part[-1]["final_length"]
         rows.append(_fraction("4 length", f"base accuracy, length quartile {q + 1} ({lo}-{hi} tokens)", model,
                               seed, _right(part), len(part)))
+    rows.append(cut_row("base's", model, seed, solo))
     final = [r["stages"][-1] for r in solo]
-    for r, stage in zip(solo, final):
-        missing = sorted({"truncated", "completion"} - set(stage))
-        if missing:
-            raise ValueError(f"record {r['id']!r} of {r.get('evaluation')!r}: its final stage has no {missing}")
-    wrong = [s for s in final if not s["correct"]]
-    rows.append(_fraction("4 length", "base's wrong completions cut by the token cap", model, seed,
-                          sum(bool(s["truncated"]) for s in wrong), len(wrong)))
     if retraction:
         right = [s for s in final if s["correct"]]
         paid = sum(retraction in s["completion"] for s in right)
@@ -188,6 +185,19 @@ def length_rows(model, seed, solo: list[dict], retraction: str | None = None) ->
         rows.append(_fraction("4 length", f"base's correct completions that retracted first ({retraction.strip()!r})",
                               model, seed, paid, len(right), "> 0 (interval)", low > 0 if right else None))
     return rows
+
+
+def cut_row(whose: str, model, seed, records: list[dict]) -> dict:
+    """Section 4: the share of wrong completions the token cap cut. For a trained reference beside
+    the base's: a policy that learns to finish inside the cap without getting more right (the
+    format term pays a finished wrong answer, not a cut one) shows it here first."""
+    for r in records:
+        missing = sorted({"truncated", "completion"} - set(r["stages"][-1]))
+        if missing:
+            raise ValueError(f"record {r['id']!r} of {r.get('evaluation')!r}: its final stage has no {missing}")
+    wrong = [r["stages"][-1] for r in records if not r["stages"][-1]["correct"]]
+    return _fraction("4 length", f"{whose} wrong completions cut by the token cap", model, seed,
+                     sum(bool(s["truncated"]) for s in wrong), len(wrong))
 
 
 def habit_rows(model, seed, solo: list[dict], trained: list[dict] | None, habit: dict,
@@ -267,6 +277,8 @@ def build_rows(spec: dict, index, metrics_files: list[str]) -> list[dict]:
                 right_a, right_b = _aligned(get(ea), get(eb))
                 rows += pair_rows(f"{pair}, trained", model, seed, (ea, right_a), (eb, right_b))
             rows += length_rows(model, seed, solo, spec.get("retraction"))
+            if reference:
+                rows.append(cut_row(f"{reference}'s", model, seed, get(reference)))
             if spec.get("habit"):
                 habits += habit_rows(model, seed, solo, get(reference) if reference else None, spec["habit"],
                                    reference)
