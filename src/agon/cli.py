@@ -87,11 +87,18 @@ def cmd_prepare(args) -> None:
 
 
 def cmd_base(args) -> None:
+    """A toy base: trained from its recipe (source: train), or a pinned snapshot checked
+    against the config and installed (source: pinned; agon.toy.pinned)."""
+    from .toy import pinned
+
+    spec = _spec(args.spec)
+    if spec.get("source", "train") == "pinned":
+        pinned.install(args.pinned, args.out, spec, args.exclude, log=_log)
+        return
     from . import precision
     from .toy import sft
     from .toy.tokenizer import build_tokenizer
 
-    spec = _spec(args.spec)
     _threads(spec.get("threads", 1))
     exclude = set()
     for path in args.exclude:
@@ -99,19 +106,35 @@ def cmd_base(args) -> None:
     tokenizer = build_tokenizer()
     # resolved once: the base trains in it (bf16 autocast or fp32), and its record says which
     resolved = precision.resolve(spec.get("precision", "fp32"))
+    start = time.time()
     model, history = sft.train_base(tokenizer, {**spec, "precision": resolved}, exclude, spec["seed"], log=_log)
+    seconds = round(time.time() - start, 1)
     out = Path(args.out)
     tmp = out.with_name(out.name + ".tmp")
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
-    io.write_json(tmp / "agon_base.json", {"history": history, "precision": resolved,
-                                            "provenance": io.provenance(spec, spec["seed"])})
+    # the record `agon pin-base` turns into a pinned base's manifest
+    io.write_json(tmp / pinned.BASE_RECORD, {
+        "source": "train", "sha256": pinned.weights_sha256(tmp), "history": history, "precision": resolved,
+        "recipe": pinned.recipe(spec), "unseen_splits": pinned.split_hashes(args.exclude),
+        "trained": {**pinned.machine(), "precision": resolved,
+                    "threads": spec.get("threads", 1), "seconds": seconds},
+        "provenance": io.provenance(spec, spec["seed"])})
     io.share_modes(tmp)
     if out.exists():
         import shutil
 
         shutil.rmtree(out)
     tmp.rename(out)
+
+
+def cmd_pin_base(args) -> None:
+    """A pinned snapshot (files + manifest) of a base the `base` rule trained."""
+    from .toy import pinned
+
+    manifest = pinned.pin(args.base, args.out)
+    _log(f"pinned {args.base} -> {args.out}: model.safetensors sha256 {manifest['files']['model.safetensors']}, "
+         f"trained on {manifest['trained']['cpu']} in {manifest['trained']['precision']}")
 
 
 EXIT_TERMINATED = 143  # 128 + SIGTERM: what the shell reports for a job SIGTERM killed
@@ -249,6 +272,7 @@ def cmd_evaluate(args) -> None:
     from . import precision
     from .evaluate import protocols
     from .evaluate.records import is_complete
+    from .toy import pinned
     from .verify.grading import Grader
 
     spec = _spec(args.spec)
@@ -283,6 +307,7 @@ def cmd_evaluate(args) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.copytree(resume, tmp)
     io.write_json(tmp / "provenance.json", {"summary": summary, "precision": resolved, "device": device,
+                                            "base": pinned.identity(spec["base_path"]),  # table notes name it
                                             "provenance": io.provenance(spec, spec["seed"])})
     io.share_modes(tmp)
     shutil.rmtree(out, ignore_errors=True)
@@ -454,11 +479,17 @@ def main(argv=None) -> None:
     p.add_argument("--out", required=True, help="output directory for <split>.jsonl and manifest.json")
     p.set_defaults(func=cmd_prepare)
 
-    p = sub.add_parser("base", help="train the toy base model from scratch")
+    p = sub.add_parser("base", help="train the toy base model from scratch, or install a pinned one")
     p.add_argument("--spec", required=True)
     p.add_argument("--exclude", nargs="*", default=[], help="split files whose prompts SFT must not see")
+    p.add_argument("--pinned", default=None, help="the pinned base's directory (spec source: pinned)")
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_base)
+
+    p = sub.add_parser("pin-base", help="a pinned snapshot (files + manifest) of a trained toy base")
+    p.add_argument("--base", required=True, help="results/<run>/models/<model>/base, trained (source: train)")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_pin_base)
 
     p = sub.add_parser("fetch-model", help="snapshot a hub model / convert a GGUF into a base model directory")
     p.add_argument("--spec", required=True, help="{key, source, dtype} (model_sources.locate)")

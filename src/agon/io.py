@@ -141,7 +141,7 @@ def file_hash(path) -> str:
     return h.hexdigest()[:16]
 
 
-def _git_commit() -> str:
+def git_commit() -> str:
     here = Path(__file__).resolve().parent
     try:
         out = subprocess.run(
@@ -188,7 +188,7 @@ def provenance(config: Any = None, seed: int | None = None, device: str = "cpu")
     run's numbers differ between CPUs with and without native bf16: see `precision`)."""
     return {
         "config_hash": stable_hash(config) if config is not None else None,
-        "git_commit": _git_commit(),
+        "git_commit": git_commit(),
         "packages": _package_versions(),
         "python": platform.python_version(),
         "machine": platform.node(),

@@ -2,7 +2,8 @@
 
 A model's `kind` (config `models.<key>`):
 
-  toy   trained from scratch by the `base` rule (src/agon/toy/).
+  toy   trained from scratch by the `base` rule (src/agon/toy/), or a pinned snapshot of
+        such a base installed by it (base.source: pinned; src/agon/toy/pinned.py).
   hub   a Hugging Face model with safetensors weights and a tokenizer:
           path       a hub id ("Qwen/Qwen3-0.6B") or a local snapshot directory
           revision   optional commit sha / tag / branch (hub ids only)
@@ -73,6 +74,9 @@ def check_model(key: str, m: dict) -> list[str]:
     if kind == "toy":
         if "base" not in m:
             problems.append(f"{where}: kind 'toy' needs a 'base' section")
+        elif m["base"].get("source") == "pinned" and not m["base"].get("pinned_path"):
+            problems.append(f"{where}.base.pinned_path: source 'pinned' needs the pinned base's directory "
+                            "(relative to the repository, e.g. models/toy)")
         if style != "toy":
             problems.append(f"{where}.prompt_style: a toy model reads the toy markers (prompt_style: toy)")
     elif style != "chat":

@@ -32,15 +32,16 @@ rule fetch_model:
 
 rule base:
     input:
-        unseen=unseen_splits,
+        unpack(base_inputs),
     output:
         directory(f"{R}/models/{{model}}/base"),
     wildcard_constraints:
         model=name_regex(models_of_kind("toy")),
     params:
-        spec=lambda wc: spec_json({**config["models"][wc.model]["base"], "precision": config["precision"],
-                                   "attn_implementation": config["models"][wc.model].get("attn_implementation")}),
-    threads: lambda wc: config["models"][wc.model]["base"].get("threads", 1)
+        spec=base_spec,
+        pinned=lambda wc: f"--pinned {pinned_dir(wc.model)}" if base_source(wc.model) == "pinned" else "",
+    # a pinned base is copied (seconds, one thread); a trained one uses base.threads
+    threads: lambda wc: 1 if base_source(wc.model) == "pinned" else config["models"][wc.model]["base"].get("threads", 1)
     # Ready jobs start longest-first (prepare, base, train, evaluate, curve), so the short
     # evaluation and curve jobs fill the cores at the end instead of idling them; of
     # two bases, the one with more cells downstream (the critical path) goes first.
@@ -56,5 +57,33 @@ rule base:
     conda:
         CPU_ENV
     shell:
-        "agon base --spec {params.spec:q} --exclude {input.unseen} "
+        "agon base --spec {params.spec:q} --exclude {input.unseen} {params.pinned} "
         "--out {output} > {log} 2>&1"
+
+
+# A pinned snapshot of a trained toy base (agon.toy.pinned), to copy into the repository:
+#   snakemake --cores all --configfile config/pin.yaml pin_bases
+#   cp -r results/pin/pinned/toy/. models/toy/    (and toy_code; docs/toy-world.md)
+localrules:
+    pin_base,
+    pin_bases,
+
+
+rule pin_base:
+    input:
+        base=f"{R}/models/{{model}}/base",
+    output:
+        directory(f"{R}/pinned/{{model}}"),
+    wildcard_constraints:
+        model=name_regex(models_of_kind("toy")),
+    log:
+        f"{R}/logs/pin/{{model}}.log",
+    conda:
+        CPU_ENV
+    shell:
+        "agon pin-base --base {input.base} --out {output} > {log} 2>&1"
+
+
+rule pin_bases:
+    input:
+        expand(f"{R}/pinned/{{model}}", model=models_of_kind("toy")),

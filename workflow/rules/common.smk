@@ -63,6 +63,36 @@ def unseen_splits(wc):
             for s in ("heldout", "validation")]
 
 
+def base_source(model):
+    """Where toy model `model`'s base comes from: "train" (the default) or "pinned" (agon.toy.pinned)."""
+    return config["models"][model]["base"].get("source", "train")
+
+
+def pinned_dir(model):
+    """A pinned toy base's directory: models.<m>.base.pinned_path, relative to the repository."""
+    return str(ROOT / config["models"][model]["base"]["pinned_path"])
+
+
+def base_inputs(wc):
+    """The splits a toy base must never have seen, and a pinned base's manifest (a new pin reruns the job)."""
+    from agon.toy.pinned import MANIFEST
+
+    inputs = {"unseen": unseen_splits(wc)}
+    if base_source(wc.model) == "pinned":
+        inputs["manifest"] = f"{pinned_dir(wc.model)}/{MANIFEST}"
+        if not os.path.exists(inputs["manifest"]):
+            raise WorkflowError(f"models.{wc.model}.base.pinned_path: {inputs['manifest']} does not exist: no "
+                                f"pinned base there. To train one from the config instead, set "
+                                f"models.{wc.model}.base.source: train")
+    return inputs
+
+
+def base_spec(wc):
+    m = config["models"][wc.model]
+    return spec_json({**m["base"], "model": wc.model, "precision": config["precision"],
+                      "attn_implementation": m.get("attn_implementation")})
+
+
 def model_source(model):
     """Where a model's base comes from (agon.model_sources.locate): a missing file or
     package stops the DAG here, with a message naming the config key."""

@@ -91,5 +91,6 @@ def write_contrasts(spec: dict, record_files: list[str], out_prefix: Path) -> li
              "the same problems; its interval is a 95% Student-t interval of the mean over seeds; the test pools "
              "every seed's problems into one exact McNemar test (src/agon/report/contrasts.py). A pair's row uses "
              f"the cascade direction chosen on {spec.get('select_on', 'validation')}, per seed."]
-    tables.write_plain_table(out_prefix, spec["title"], rows, COLUMNS, HEAD, display(rows), notes)
+    tables.write_plain_table(out_prefix, spec["title"], rows, COLUMNS, HEAD, display(rows),
+                             notes + tables.base_notes(record_files))
     return rows

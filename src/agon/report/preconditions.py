@@ -324,5 +324,6 @@ def summary_lines(spec: dict, rows: list[dict]) -> list[str]:
 def write_preconditions(spec: dict, record_files: list[str], metrics_files: list[str], out_prefix: Path) -> list:
     index = tables.index_records(record_files, spec.get("splits"))
     rows = build_rows(spec, index, metrics_files)
-    tables.write_plain_table(out_prefix, spec["title"], rows, COLUMNS, HEAD, display(rows), summary_lines(spec, rows))
+    tables.write_plain_table(out_prefix, spec["title"], rows, COLUMNS, HEAD, display(rows),
+                             summary_lines(spec, rows) + tables.base_notes(record_files))
     return rows

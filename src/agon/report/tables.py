@@ -388,6 +388,25 @@ def notes(spec: dict, rows: list[dict]) -> list[str]:
         absent = ", ".join(dict.fromkeys(r["model"] for r in rows if r.get("_absent")))
         out.append(f"`{ABSENT}`: no model of this run stands for {absent}; only the paper's "
                    "numbers are shown, nothing is estimated.")
+    return out + spec.get("base_notes", [])
+
+
+def base_notes(record_files: list[str]) -> list[str]:
+    """A note per toy model naming its base: where it came from and its weights' sha256, as the
+    evaluation jobs recorded them beside the records (provenance.json, agon.toy.pinned.identity)."""
+    bases: dict[str, set] = {}
+    for path in record_files:
+        prov = Path(path).parent / "provenance.json"  # eval/<model>/<cell>/seed<seed>/provenance.json
+        base = io.read_json(prov).get("base") if prov.exists() else None
+        if base:
+            bases.setdefault(Path(path).parts[-4], set()).add(
+                (base["source"], base.get("pinned_path", ""), base["sha256"]))
+    out = []
+    for model, found in sorted(bases.items()):
+        described = [f"the pinned base {where}" if source == "pinned" else "a base trained by this run"
+                     for source, where, _ in sorted(found)]
+        shas = ", ".join(sha for *_, sha in sorted(found))
+        out.append(f"Base of {model}: {'; '.join(described)} (model.safetensors sha256 {shas}).")
     return out
 
 
@@ -479,6 +498,7 @@ def write_table(spec: dict, record_files: list[str], out_prefix: Path, reported_
     if reported_path and spec.get("paper"):
         add_paper_columns(rows, spec, reported_mod.load_reported(reported_path))
     out_prefix = Path(out_prefix)
+    spec = {**spec, "base_notes": base_notes(record_files)}
     io.write_csv(str(out_prefix) + ".csv", rows, columns(spec))
     io.write_text(str(out_prefix) + ".md", to_markdown(spec["title"], rows, spec))
     io.write_text(str(out_prefix) + ".tex", to_tex(spec["title"], rows, spec, out_prefix.name))
