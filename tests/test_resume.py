@@ -85,7 +85,7 @@ def checkpoint_step(path: Path) -> int | None:
 
     if not path.exists():
         return None
-    return torch.load(path, weights_only=False)["step"]
+    return torch.load(path, weights_only=True)["step"]
 
 
 def adapter_tensors(adapters: Path) -> dict:

@@ -100,3 +100,20 @@ def test_killed_run_resumes_to_identical_adapters(tiny_base, tmp_path):
     log_b = [json.loads(l) for l in open(tmp_path / "b.jsonl")]
     strip = lambda rs: [{k: v for k, v in r.items() if k != "seconds"} for r in rs]  # noqa: E731
     assert strip(log_a) == strip(log_b)
+
+
+class _Payload:
+    """Any object that is not data: unpickling it could run code (its __reduce__)."""
+
+
+def test_a_checkpoint_holding_a_pickled_object_is_refused_naming_the_file(tiny_base, tmp_path):
+    trainer = _trainer(tiny_base, AGON)
+    trainer.fit(PROBLEMS, tmp_path / "m.jsonl", tmp_path / "c.pt", log=lambda *_: None, stop_after=1)
+    state = torch.load(tmp_path / "c.pt", weights_only=True)  # what the trainer writes is plain data
+    torch.save({**state, "extra": _Payload()}, tmp_path / "c.pt")
+    resumed = _trainer(tiny_base, AGON)
+    with pytest.raises(ValueError, match=r"c\.pt: not a checkpoint this trainer wrote.*refused to load it"):
+        resumed.fit(PROBLEMS, tmp_path / "m.jsonl", tmp_path / "c.pt", log=lambda *_: None)
+    (tmp_path / "c.pt").write_bytes(b"\x80\x04truncated")
+    with pytest.raises(ValueError, match=r"c\.pt: not a checkpoint"):
+        resumed.fit(PROBLEMS, tmp_path / "m.jsonl", tmp_path / "c.pt", log=lambda *_: None)

@@ -234,9 +234,9 @@ def _checkpoint_step(path: Path) -> int:
     """The step a checkpoint resumes at (0 without one): where a logger's resumed record starts."""
     if not path.exists():
         return 0
-    import torch
+    from .rl.trainer import read_checkpoint
 
-    return int(torch.load(path, weights_only=False)["step"])
+    return int(read_checkpoint(path)["step"])
 
 
 def _publish_snapshots(src: Path, out: Path, every: int | None, total: int) -> None:

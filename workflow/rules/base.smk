@@ -62,7 +62,7 @@ rule base:
 
 
 # A pinned snapshot of a trained toy base (agon.toy.pinned), to copy into the repository:
-#   snakemake --cores all --configfile config/pin.yaml pin_bases
+#   snakemake pin_bases --cores all --configfile config/pin.yaml
 #   cp -r results/pin/pinned/toy/. models/toy/    (and toy_code; docs/toy-world.md)
 localrules:
     pin_base,

@@ -185,6 +185,21 @@ def epoch_order(problems: list[dict], seed: int, epochs: int) -> list[dict]:
     return order
 
 
+def read_checkpoint(path) -> dict:
+    """A training checkpoint as data: tensors, numbers, strings and containers only.
+
+    torch's weights-only unpickler (torch >= 2.6, its `torch.load` default) refuses any other
+    object instead of running its code: on a shared filesystem, whoever can write a results
+    directory could otherwise run code in the next job that resumes from it. What `save_checkpoint`
+    writes (adapter tensors, AdamW's and LambdaLR's state dicts, the step) needs no allow-list."""
+    try:
+        return torch.load(path, weights_only=True, map_location="cpu")  # copied onto the model's device
+    except Exception as e:  # a refused object (UnpicklingError) or a damaged file (anything the unpickler raises)
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ValueError(f"{path}: not a checkpoint this trainer wrote, or damaged: refused to load it "
+                         f"({first}); delete it to train that cell from step 0") from None
+
+
 class Trainer:
     def __init__(self, base, tokenizer, fmt: prompts.PromptFormat, train_cfg: dict, method: dict,
                  sampling: dict, seed: int, precision_name: str = "fp32", backend_factory=None,
@@ -246,7 +261,7 @@ class Trainer:
             torch.save(state, tmp)
 
     def load_checkpoint(self, path: Path, schedulers) -> None:
-        state = torch.load(path, weights_only=False, map_location="cpu")  # copied onto the model's device
+        state = read_checkpoint(path)
         for n in self.adapters:
             self.policies.load_state_dict(n, state["adapters"][n])
             self.optimizers[n].load_state_dict(state["optimizers"][n])
