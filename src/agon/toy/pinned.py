@@ -183,7 +183,9 @@ def pin(base_dir, out) -> dict:
         raise PinnedBaseError(f"{record_path}: a base to pin must be trained by this version of the `base` "
                               "rule (source: train), whose record names its recipe and held-out splits; "
                               f"this one says source {record.get('source', 'train')!r}")
-    names = sorted(p.name for p in base_dir.iterdir() if p.is_file() and p.name != BASE_RECORD)
+    # the model's files: not the record, nor Snakemake's marker (.snakemake_timestamp) or other dotfiles
+    names = sorted(p.name for p in base_dir.iterdir()
+                   if p.is_file() and p.name != BASE_RECORD and not p.name.startswith("."))
     tmp = out.with_name(out.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
