@@ -11,8 +11,8 @@ import pytest
 from agon.completion import Completion
 from agon.data import toy_code
 from agon.verify import grading
-from agon.verify.grading import Grader, SandboxUnavailable
-from agon.verify.sandbox import SandboxConfig, SandboxLimits, run_tests
+from agon.verify.grading import Grader, SandboxFailure, SandboxUnavailable
+from agon.verify.sandbox import Outcome, SandboxConfig, SandboxLimits, run_tests
 
 
 def completion(program: str, plan: str = "p") -> Completion:
@@ -39,7 +39,7 @@ def test_a_pool_graded_end_to_end_reference_programs_right_slips_wrong():
         slipped = task.program.replace("+", "-", 1) if "+" in task.program else task.program + "\nprint(0)"
         assert g(p, completion(slipped))[0] == 0, (p, slipped)
     c = g.counts
-    assert c["passed"] == len(pool) and c.get("harness_error", 0) == 0 and c["sandbox_runs"] >= 2 * len(pool), c
+    assert c["passed"] == len(pool) and c.get("sandbox_error", 0) == 0 and c["sandbox_runs"] >= 2 * len(pool), c
     assert g.mechanism and g.mechanism["isolation"] == "bwrap", g.mechanism
 
 
@@ -69,9 +69,9 @@ def test_grader_right_wrong_crash_timeout_counted_apart():
     c = g.counts
     assert c["graded"] == 7 and c["no_answer"] == 1 and c["truncated"] == 1 and c["programs"] == 6
     outcomes = {k: c.get(k, 0) for k in ("passed", "wrong_answer", "runtime_error", "timeout", "syntax_error",
-                                         "harness_error")}
+                                         "sandbox_error")}
     assert outcomes == {"passed": 1, "wrong_answer": 2, "runtime_error": 1, "timeout": 1, "syntax_error": 1,
-                        "harness_error": 0}, c
+                        "sandbox_error": 0}, c
     # test 1 runs alone; only a program that passes it runs the other two (concurrently):
     # right 3, "print(7)" 3, the three that fail test 1 one each, the syntax error none
     assert c["sandbox_runs"] == 3 + 3 + 1 + 1 + 1, c
@@ -94,14 +94,70 @@ def test_grader_caches_programs_and_strips_a_fence():
     assert g3.correct(PROBLEM, completion(RIGHT).text) == 1 and g3.counts["sandbox_runs"] == 3
 
 
-def test_grader_counts_harness_failures_apart_and_stops_when_the_sandbox_cannot_run():
+def test_a_harness_failure_is_rerun_never_graded_and_stops_grading_when_the_sandbox_cannot_run():
     broken = SandboxLimits(python="no-such-python-agon")
     g = Grader(limits=broken)
-    for i in range(Grader.UNAVAILABLE_AFTER - 1):
-        assert g.correct(PROBLEM, completion(f"print({i})").text) == 0
-    assert g.counts["harness_error"] == Grader.UNAVAILABLE_AFTER - 1 and "wrong_answer" not in g.counts
     with pytest.raises(SandboxUnavailable, match="no-such-python-agon"):
         g.correct(PROBLEM, completion("print(99)").text)
+    assert g.counts["sandbox_error"] == Grader.UNAVAILABLE_AFTER and "sandbox_error" in g.counts
+    assert g.counts["sandbox_retries"] == Grader.UNAVAILABLE_AFTER - 1 and "wrong_answer" not in g.counts
+
+
+def _flaky(monkeypatch, fail_first: int):
+    """sandbox.run_tests whose first `fail_first` runs end in a sandbox_error (an OOM kill, say)."""
+    from agon.verify import sandbox
+
+    real, calls = sandbox.run_tests, {"n": 0}
+
+    def run_tests(code, tests, limits=None, stop_on_first_failure=True, config=None):
+        calls["n"] += 1
+        if calls["n"] <= fail_first:
+            report = sandbox.CaseReport(Outcome.SANDBOX_ERROR, "killed by SIGKILL (exit status -9) that neither ...",
+                                        exit_code=-9)
+            return sandbox.SandboxResult(1, [report.outcome], [report])
+        return real(code, tests, limits, stop_on_first_failure, config)
+
+    monkeypatch.setattr(sandbox, "run_tests", run_tests)
+    monkeypatch.setattr(grading, "RETRY_BACKOFF_S", (0.0,))
+    return calls
+
+
+def test_a_killed_run_is_rerun_and_the_program_keeps_its_own_verdict(monkeypatch):
+    g = Grader(max_error_share=1.0)
+    g.correct(PROBLEM, completion(RIGHT).text)  # a program has run: the sandbox works
+    grading.clear_cache()
+    _flaky(monkeypatch, fail_first=2)
+    assert g.correct(PROBLEM, completion(RIGHT).text) == 1  # not a runtime_error, not a 0
+    assert g.counts["sandbox_error"] == 2 and g.counts["sandbox_retries"] == 2 and g.counts["passed"] == 2
+    assert "runtime_error" not in g.counts
+
+
+def test_a_test_that_keeps_failing_in_the_harness_stops_the_job(monkeypatch):
+    g = Grader(retries=2, max_error_share=1.0)
+    g.correct(PROBLEM, completion(RIGHT).text)
+    grading.clear_cache()
+    _flaky(monkeypatch, fail_first=100)
+    with pytest.raises(SandboxFailure, match=r"failed 3 times in a row .*sandbox.retries = 2"):
+        g.correct(PROBLEM, completion(RIGHT).text)
+    assert "wrong_answer" not in g.counts and g.counts["passed"] == 1  # nothing graded from the failures
+    assert len(grading._VERDICTS) == 0  # no verdict remembered from the failures
+    monkeypatch.undo()  # the sandbox works again
+    assert Grader().correct(PROBLEM, completion(RIGHT).text) == 1
+
+
+def test_a_job_whose_share_of_harness_failures_passes_the_bound_stops(monkeypatch):
+    g = Grader(retries=5, max_error_share=0.05)
+    g.correct(PROBLEM, completion(RIGHT).text)  # 3 runs
+    grading.clear_cache()
+    _flaky(monkeypatch, fail_first=3)
+    with pytest.raises(SandboxFailure, match=r"failed 3 of 6 test runs .*sandbox.max_error_share = 0.05"):
+        g.correct(PROBLEM, completion(RIGHT).text)
+
+
+def test_the_config_sets_the_retries_and_the_bound():
+    g = Grader.for_spec({"sandbox": {"isolation": "bwrap", "retries": 1, "max_error_share": 0.2}})
+    assert (g.retries, g.max_error_share, g.sandbox_config) == (1, 0.2, SandboxConfig(isolation="bwrap"))
+    assert (Grader.for_spec({}).retries, Grader.for_spec({}).max_error_share) == (3, 0.05)
 
 
 def test_math_grading_unchanged():
@@ -123,7 +179,7 @@ def test_a_sandbox_that_cannot_work_stops_grading_at_once_and_is_not_remembered(
     for _ in range(2):
         with pytest.raises(SandboxUnavailable, match="apt-get install bubblewrap"):
             broken.correct(PROBLEM, completion(RIGHT).text)
-    assert "passed" not in broken.counts and broken.counts.get("harness_error", 0) == 0
+    assert "passed" not in broken.counts and broken.counts.get("sandbox_error", 0) == 0
     assert Grader().correct(PROBLEM, completion(RIGHT).text) == 1  # the same program, a working sandbox
 
 

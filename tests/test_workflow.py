@@ -368,7 +368,7 @@ def test_code_domain_table6(finished_run):
                 for p in (results / "train" / "toy_code").glob("*/seed0/adapters/train_summary.json")]
     assert len(graders) == 10 + 3  # zero_shot, grpo, coop_ab/ba and agon_ab/ba on two benchmarks; 3 cells
     assert sum(g.get("programs", 0) for g in graders) > 0 and sum(g.get("sandbox_runs", 0) for g in graders) > 0
-    assert all(g.get("harness_error", 0) == 0 for g in graders), graders
+    assert all(g.get("sandbox_error", 0) <= g.get("sandbox_retries", 0) for g in graders), graders
     assert "Table 6 - code domain" in (results / "report.md").read_text()
     # ...in bubblewrap, as each job's provenance says, after the run's sandbox check passed
     mechanisms = [s["sandbox"] for p in (results / "eval" / "toy_code").glob("*/seed0/provenance.json")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from . import io
 from .gpu_check import GpuUnavailable
-from .verify.sandbox import SandboxUnavailable
+from .verify.sandbox import SandboxFailure, SandboxUnavailable
 
 
 def _spec(text: str) -> dict:
@@ -109,23 +109,16 @@ def cmd_base(args) -> None:
     start = time.time()
     model, history = sft.train_base(tokenizer, {**spec, "precision": resolved}, exclude, spec["seed"], log=_log)
     seconds = round(time.time() - start, 1)
-    out = Path(args.out)
-    tmp = out.with_name(out.name + ".tmp")
-    model.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    # the record `agon pin-base` turns into a pinned base's manifest
-    io.write_json(tmp / pinned.BASE_RECORD, {
-        "source": "train", "sha256": pinned.weights_sha256(tmp), "history": history, "precision": resolved,
-        "recipe": pinned.recipe(spec), "unseen_splits": pinned.split_hashes(args.exclude),
-        "trained": {**pinned.machine(), "precision": resolved,
-                    "threads": spec.get("threads", 1), "seconds": seconds},
-        "provenance": io.provenance(spec, spec["seed"])})
-    io.share_modes(tmp)
-    if out.exists():
-        import shutil
-
-        shutil.rmtree(out)
-    tmp.rename(out)
+    with io.atomic_dir(args.out) as tmp:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        # the record `agon pin-base` turns into a pinned base's manifest
+        io.write_json(tmp / pinned.BASE_RECORD, {
+            "source": "train", "sha256": pinned.weights_sha256(tmp), "history": history, "precision": resolved,
+            "recipe": pinned.recipe(spec), "unseen_splits": pinned.split_hashes(args.exclude),
+            "trained": {**pinned.machine(), "precision": resolved,
+                        "threads": spec.get("threads", 1), "seconds": seconds},
+            "provenance": io.provenance(spec, spec["seed"])})
 
 
 def cmd_pin_base(args) -> None:
@@ -250,15 +243,10 @@ def _publish_snapshots(src: Path, out: Path, every: int | None, total: int) -> N
     missing = [k for k in steps if not (src / f"step{k}").is_dir()]
     if missing:
         raise ValueError(f"train: adapter snapshots missing for steps {missing} in {src}")
-    tmp = out.with_name(out.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    for k in steps:
-        shutil.copytree(src / f"step{k}", tmp / f"step{k}")
-    io.write_json(tmp / "snapshots.json", {"every": every, "steps": steps, "total_steps": total})
-    io.share_modes(tmp)
-    shutil.rmtree(out, ignore_errors=True)
-    tmp.rename(out)
+    with io.atomic_dir(out) as tmp:
+        for k in steps:
+            shutil.copytree(src / f"step{k}", tmp / f"step{k}")
+        io.write_json(tmp / "snapshots.json", {"every": every, "steps": steps, "total_steps": total})
 
 
 def cmd_evaluate(args) -> None:
@@ -302,16 +290,11 @@ def cmd_evaluate(args) -> None:
                                       "sandbox": grader.mechanism, "skipped_stages": skipped}
         _log(f"{name} on {bench}: {k}/{len(records)} correct; grader {grader.counts}"
              + (f"; {skipped} stage(s) skipped: prompt longer than the context" if skipped else ""))
-    out = Path(spec["out_dir"])
-    tmp = out.with_name(out.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(resume, tmp)
-    io.write_json(tmp / "provenance.json", {"summary": summary, "precision": resolved, "device": device,
-                                            "base": pinned.identity(spec["base_path"]),  # table notes name it
-                                            "provenance": io.provenance(spec, spec["seed"])})
-    io.share_modes(tmp)
-    shutil.rmtree(out, ignore_errors=True)
-    tmp.rename(out)
+    with io.atomic_dir(spec["out_dir"]) as tmp:
+        shutil.copytree(resume, tmp, dirs_exist_ok=True)
+        io.write_json(tmp / "provenance.json", {"summary": summary, "precision": resolved, "device": device,
+                                                "base": pinned.identity(spec["base_path"]),  # table notes name it
+                                                "provenance": io.provenance(spec, spec["seed"])})
     shutil.rmtree(resume)
 
 
@@ -559,10 +542,28 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     try:
         args.func(args)
-    except (ValueError, FileNotFoundError, SandboxUnavailable, GpuUnavailable) as e:
+    except (ValueError, FileNotFoundError, SandboxUnavailable, SandboxFailure, GpuUnavailable) as e:
         # Bad input: a clear one-line message, no traceback through the rule.
         print(f"agon {args.command}: error: {e}", file=sys.stderr)
         sys.exit(2)
+    except OSError as e:
+        if e.errno not in io.DISK_FULL:
+            raise
+        # a library's own write (safetensors, peft) names no file: name the job's output instead
+        full = e if isinstance(e, io.DiskFull) else io.DiskFull(e.filename or _output_of(args), None, e)
+        print(f"agon {args.command}: error: {full.strerror}", file=sys.stderr)
+        sys.exit(EXIT_DISK_FULL)
+
+
+EXIT_DISK_FULL = 4
+
+
+def _output_of(args) -> str:
+    """Where a subcommand writes (for messages)."""
+    for name in ("out", "out_prefix", "checkpoint_dir"):
+        if getattr(args, name, None):
+            return getattr(args, name)
+    return _spec(args.spec).get("out_dir", ".") if getattr(args, "spec", None) else "."
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import errno
 import hashlib
 import json
 import os
@@ -34,26 +35,89 @@ def umask() -> int:
     return mask
 
 
+# A full filesystem, or a full quota (shared scratch space on a cluster).
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+class DiskFull(OSError):
+    """Writing a result ran out of space; the message names the path, the space left and what it needed."""
+
+    def __init__(self, path, written: int | None = None, cause: OSError | None = None):
+        path = Path(path)
+        where = next((p for p in (path, *path.parents) if p.exists()), Path("/"))
+        free = disk_free(where)
+        need = f"it needs more than the {written:,} bytes written of it" if written else "it needs more space"
+        why = f" ({os.strerror(cause.errno)})" if cause is not None and cause.errno else ""
+        super().__init__(cause.errno if cause is not None else errno.ENOSPC,
+                         f"no space left writing {path}{why}: {free:,} bytes are free on its filesystem, and "
+                         f"{need}. Nothing half-written was kept: free space (or point results/ elsewhere) and "
+                         "rerun; finished jobs are kept, and a training job resumes from its last checkpoint")
+        self.filename = str(path)
+
+
+def disk_free(path) -> int:
+    """Bytes an unprivileged writer can still use on `path`'s filesystem."""
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside `path`; rename it onto `path` on success.
 
     The file gets the mode a plain `open(path, "w")` would give (0666 less the
     umask), not mkstemp's private 0600: results on a shared filesystem are as
-    readable as the user's umask allows.
+    readable as the user's umask allows. A full disk raises `DiskFull`, naming
+    `path`; the temporary file is removed either way.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp_path = Path(tmp)
+    tmp_path = None
     try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+        tmp_path = Path(tmp)
         yield tmp_path
         os.chmod(tmp_path, 0o666 & ~umask())
         os.replace(tmp_path, path)
+    except OSError as e:
+        if e.errno not in DISK_FULL or isinstance(e, DiskFull):
+            raise
+        written = None
+        if tmp_path is not None and tmp_path.exists():
+            written = tmp_path.stat().st_size
+            tmp_path.unlink()  # before the free space is measured
+        raise DiskFull(path, written, e) from e
     finally:
-        if tmp_path.exists():
+        if tmp_path is not None and tmp_path.exists():
             tmp_path.unlink()
+
+
+@contextlib.contextmanager
+def atomic_dir(out: str | os.PathLike) -> Iterator[Path]:
+    """Yield a fresh temporary directory beside `out`; on success give its files `share_modes`
+    and rename it onto `out` (replacing an old one), so `out` exists only when complete. On
+    failure it is removed; a full disk raises `DiskFull`, naming `out`."""
+    import shutil
+
+    out = Path(out)
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        tmp.mkdir(parents=True)
+        yield tmp
+        share_modes(tmp)
+        if out.exists():
+            shutil.rmtree(out)
+        tmp.rename(out)
+    except OSError as e:
+        if e.errno not in DISK_FULL or isinstance(e, DiskFull):
+            raise
+        written = sum(f.stat().st_size for f in tmp.rglob("*") if f.is_file()) if tmp.exists() else None
+        shutil.rmtree(tmp, ignore_errors=True)  # before the free space is measured
+        raise DiskFull(out, written, e) from e
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def share_modes(root: str | os.PathLike) -> None:

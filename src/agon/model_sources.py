@@ -183,24 +183,18 @@ def fetch(spec: dict, out: Path, log: Callable[[str], None] = print) -> dict:
     Written to a sibling temporary directory and renamed, so `out` exists only
     when complete. Returns what was recorded in out/agon_base.json.
     """
-    out = Path(out)
-    tmp = out.with_name(out.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    source, key = spec["source"], spec["key"]
-    if source["where"] == "hub":
-        record = _snapshot(key, source, tmp, log)
-    elif source["where"] == "gguf":
-        record = _convert_gguf(key, source, spec.get("dtype", "float32"), tmp, log)
-    else:
-        raise ModelSourceError(f"models.{key}: nothing to fetch for a {source['where']!r} source")
     from . import io
 
-    record["provenance"] = io.provenance(spec)
-    io.write_json(tmp / "agon_base.json", record)
-    io.share_modes(tmp)
-    if out.exists():
-        shutil.rmtree(out)
-    tmp.rename(out)
+    source, key = spec["source"], spec["key"]
+    if source["where"] not in ("hub", "gguf"):
+        raise ModelSourceError(f"models.{key}: nothing to fetch for a {source['where']!r} source")
+    with io.atomic_dir(out) as tmp:
+        if source["where"] == "hub":
+            record = _snapshot(key, source, tmp, log)
+        else:
+            record = _convert_gguf(key, source, spec.get("dtype", "float32"), tmp, log)
+        record["provenance"] = io.provenance(spec)
+        io.write_json(tmp / "agon_base.json", record)
     return record
 
 
@@ -218,7 +212,7 @@ def _snapshot(key: str, source: dict, tmp: Path, log) -> dict:
     snap = Path(snap)
     if not list(snap.glob("*.safetensors")):
         raise ModelSourceError(f"models.{key}: the snapshot of {repo!r} has no *.safetensors weights")
-    shutil.copytree(snap, tmp, symlinks=False)  # the cache holds symlinks into blobs/: copy the files
+    shutil.copytree(snap, tmp, symlinks=False, dirs_exist_ok=True)  # the cache holds symlinks into blobs/: copy the files
     log(f"models.{key}: {repo}@{snap.name} copied to {tmp.parent / tmp.name.removesuffix('.tmp')}")
     return {"kind": "hub", "repo": repo, "revision": source.get("revision"), "commit": snap.name}
 

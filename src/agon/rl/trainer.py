@@ -278,15 +278,9 @@ class Trainer:
         every = self.cfg.get("snapshot_every")
         if snapshot_dir is None or not every or self.step % every or self.step >= total:
             return
-        import shutil
-
-        final = Path(snapshot_dir) / f"step{self.step}"
-        tmp = final.with_name(final.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        for name in self.adapters:
-            self.policies.save(name, tmp / name)
-        shutil.rmtree(final, ignore_errors=True)
-        tmp.rename(final)
+        with io.atomic_dir(Path(snapshot_dir) / f"step{self.step}") as tmp:
+            for name in self.adapters:
+                self.policies.save(name, tmp / name)
 
     # --- one step ------------------------------------------------------------
     def _stream_loss(self, stream: methods_mod.Stream) -> tuple[bool, dict]:

@@ -156,16 +156,10 @@ def install(pinned_dir, out, spec: dict, unseen_paths, log=print) -> dict:
               "recipe": manifest["recipe"], "unseen_splits": manifest["unseen_splits"],
               "precision": manifest["trained"]["precision"], "trained": manifest["trained"],
               "history": manifest.get("history", []), "provenance": io.provenance(spec, spec.get("seed"))}
-    out = Path(out)
-    tmp = out.with_name(out.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    for name in files:
-        shutil.copyfile(pinned_dir / name, tmp / name)
-    io.write_json(tmp / BASE_RECORD, record)
-    io.share_modes(tmp)
-    shutil.rmtree(out, ignore_errors=True)
-    tmp.rename(out)
+    with io.atomic_dir(out) as tmp:
+        for name in files:
+            shutil.copyfile(pinned_dir / name, tmp / name)
+        io.write_json(tmp / BASE_RECORD, record)
     log(f"pinned base {pinned_dir} installed in {out} (model.safetensors sha256 {record['sha256']})")
     return record
 
@@ -186,16 +180,11 @@ def pin(base_dir, out) -> dict:
     # the model's files: not the record, nor Snakemake's marker (.snakemake_timestamp) or other dotfiles
     names = sorted(p.name for p in base_dir.iterdir()
                    if p.is_file() and p.name != BASE_RECORD and not p.name.startswith("."))
-    tmp = out.with_name(out.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    for name in names:
-        shutil.copyfile(base_dir / name, tmp / name)
-    manifest = {"files": {name: sha256(tmp / name) for name in names},
-                "recipe": record["recipe"], "unseen_splits": record["unseen_splits"],
-                "trained": record["trained"], "history": record.get("history", [])}
-    io.write_json(tmp / MANIFEST, manifest)
-    io.share_modes(tmp)
-    shutil.rmtree(out, ignore_errors=True)
-    tmp.rename(out)
+    with io.atomic_dir(out) as tmp:
+        for name in names:
+            shutil.copyfile(base_dir / name, tmp / name)
+        manifest = {"files": {name: sha256(tmp / name) for name in names},
+                    "recipe": record["recipe"], "unseen_splits": record["unseen_splits"],
+                    "trained": record["trained"], "history": record.get("history", [])}
+        io.write_json(tmp / MANIFEST, manifest)
     return manifest

@@ -23,11 +23,16 @@ so the grader keeps the sandbox's semantics and avoids needless runs:
   * the first test runs alone (most wrong programs fail it, and then nothing
     else runs); when it passes, the remaining tests run concurrently, each
     still in its own fresh sandboxed process.
-Harness failures (`sandbox_error`: the program never ran) are counted apart
-from program failures, graded 0 and never cached; where the sandbox cannot
-work at all (no bwrap, no user namespaces), the first code problem raises
-`SandboxUnavailable` with what to install or enable, instead of silently
-grading everything wrong; so does a sandbox that fails on every program.
+Harness failures (`sandbox_error`: the program never ran, or was killed by
+something neither it nor the harness controls, such as the kernel's OOM killer on a
+loaded node) are no verdict on the program. They are counted apart (`sandbox_error`),
+never cached, never graded: the test reruns, up to `retries` times with a back-off
+(`sandbox_retries` counts them), and a program whose test still fails that way stops
+the job (`SandboxFailure`), as does a job whose share of such runs passes
+`max_error_share`: training on noise, or counting it in a table, is worse than a
+failed job. Where the sandbox cannot work at all (no bwrap, no user namespaces), the
+first code problem raises `SandboxUnavailable` with what to install or enable.
+Both are set in the config's `sandbox` section beside the isolation keys.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from __future__ import annotations
 import functools
 import re
 import threading
+import time
 import warnings
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
@@ -42,9 +48,9 @@ from concurrent.futures import ThreadPoolExecutor
 from .. import prompts
 from . import exact, sandbox
 from .math import MathVerifier
-from .sandbox import Outcome, SandboxConfig, SandboxLimits, SandboxUnavailable
+from .sandbox import Outcome, SandboxConfig, SandboxFailure, SandboxLimits, SandboxUnavailable
 
-__all__ = ["Grader", "SandboxUnavailable", "VERIFIERS", "clear_cache", "compiles", "program_text"]
+__all__ = ["Grader", "SandboxFailure", "SandboxUnavailable", "VERIFIERS", "clear_cache", "compiles", "program_text"]
 
 # Toy programs are one-liners: a tight budget keeps a runaway sample cheap.
 TOY_LIMITS = SandboxLimits(cpu_time_s=1, wall_time_s=3.0, memory_bytes=256 << 20, output_bytes=1 << 20,
@@ -59,6 +65,12 @@ _VERDICTS: OrderedDict = OrderedDict()
 _VERDICTS_LOCK = threading.Lock()
 CACHE_SIZE = 16384
 _FENCE = re.compile(r"^```[A-Za-z0-9_+-]*\n(.*?)\n?```$", re.S)
+
+
+# The config's `sandbox` keys that say how grading treats harness failures (the others say
+# how programs are isolated: SandboxConfig).
+RETRY_KEYS = {"retries": 3, "max_error_share": 0.05}
+RETRY_BACKOFF_S = (0.5, 2.0, 5.0, 10.0)  # before the 1st, 2nd, ... rerun (the last one repeats)
 
 
 @functools.cache
@@ -98,18 +110,22 @@ class Grader:
     math_timeout and math_error (graded 0; math_verify's stats); for code problems
     also programs, passed, one key per failure outcome (syntax_error,
     wrong_answer, runtime_error, timeout, memory_limit, output_limit),
-    harness_error (sandbox failures: not the program's fault), and the cost
-    side: sandbox_runs (sandboxed test processes) and cache_hits.
+    sandbox_error (runs the harness failed: not the program's fault, each one
+    rerun) and sandbox_retries, and the cost side: sandbox_runs (sandboxed test
+    processes) and cache_hits.
     """
 
     # Harness failures, with no program ever run, after which grading stops.
     UNAVAILABLE_AFTER = 3
 
     def __init__(self, limits: SandboxLimits | None = None, max_workers: int = 4,
-                 sandbox_config: SandboxConfig | None = None):
+                 sandbox_config: SandboxConfig | None = None, retries: int = RETRY_KEYS["retries"],
+                 max_error_share: float = RETRY_KEYS["max_error_share"]):
         self.counts = {"graded": 0, "no_answer": 0, "truncated": 0}
         self.limits = limits
         self.sandbox_config = sandbox_config or SandboxConfig()
+        self.retries = retries
+        self.max_error_share = max_error_share
         self.mechanism: dict | None = None  # how code ran, once some did (for provenance)
         self.max_workers = max_workers
         self._sandbox_ran = False  # some program has run in the sandbox
@@ -146,7 +162,9 @@ class Grader:
     @classmethod
     def for_spec(cls, spec: dict) -> "Grader":
         """The grader a job's spec asks for (its `sandbox` section: the config's)."""
-        return cls(sandbox_config=SandboxConfig.from_config(spec.get("sandbox")))
+        section = spec.get("sandbox") or {}
+        return cls(sandbox_config=SandboxConfig.from_config(section),
+                   **{k: section.get(k, default) for k, default in RETRY_KEYS.items()})
 
     # --- math ----------------------------------------------------------------
     MATH_STATS = {"parse_failures": "math_unparsable", "timeouts": "math_timeout", "errors": "math_error"}
@@ -189,12 +207,11 @@ class Grader:
             self._count("cache_hits")
         else:
             verdict = self._verdict(code, tests, limits)
-            if verdict != Outcome.SANDBOX_ERROR.value:  # a harness failure may be transient
-                with _VERDICTS_LOCK:
-                    _VERDICTS[key] = verdict
-                    if len(_VERDICTS) > CACHE_SIZE:
-                        _VERDICTS.popitem(last=False)
-        self._count("harness_error" if verdict == Outcome.SANDBOX_ERROR.value else verdict)
+            with _VERDICTS_LOCK:  # a verdict: harness failures raise before one is made
+                _VERDICTS[key] = verdict
+                if len(_VERDICTS) > CACHE_SIZE:
+                    _VERDICTS.popitem(last=False)
+        self._count(verdict)
         return verdict
 
     def _verdict(self, code: str, tests: list[dict], limits: SandboxLimits) -> str:
@@ -210,15 +227,29 @@ class Grader:
         return Outcome.PASSED.value if failed is None else failed.value
 
     def _sandbox(self, code: str, tests: list[dict], limits: SandboxLimits) -> Outcome:
-        result = sandbox.run_tests(code, tests, limits, config=self.sandbox_config)
-        self._count("sandbox_runs", len(result.outcomes))
-        outcome = result.outcomes[0]
-        if outcome is Outcome.SANDBOX_ERROR:
+        """One test's outcome; a harness failure is rerun, never returned (see the module's doc)."""
+        for attempt in range(self.retries + 1):
+            if attempt:
+                self._count("sandbox_retries")
+                time.sleep(RETRY_BACKOFF_S[min(attempt, len(RETRY_BACKOFF_S)) - 1])
+            result = sandbox.run_tests(code, tests, limits, config=self.sandbox_config)
+            self._count("sandbox_runs", len(result.outcomes))
+            outcome, detail = result.outcomes[0], result.details[0]
+            if outcome is not Outcome.SANDBOX_ERROR:
+                self._sandbox_ran = True
+                return outcome
+            self._count("sandbox_error")
             with self._lock:
                 self._harness_failures += 1
-            if not self._sandbox_ran and self._harness_failures >= self.UNAVAILABLE_AFTER:
-                raise SandboxUnavailable(f"the code sandbox failed on every program so far: "
-                                         f"{result.details[0].message}")
-        else:
-            self._sandbox_ran = True
-        return outcome
+                failures, runs = self._harness_failures, self.counts["sandbox_runs"]
+            if not self._sandbox_ran and failures >= self.UNAVAILABLE_AFTER:
+                raise SandboxUnavailable(f"the code sandbox failed on every program so far: {detail.message}")
+            if failures >= self.UNAVAILABLE_AFTER and failures > self.max_error_share * runs:
+                raise SandboxFailure(
+                    f"the code sandbox failed {failures} of {runs} test runs (over sandbox.max_error_share = "
+                    f"{self.max_error_share}); the last: {detail.message}. A harness failure is no verdict on a "
+                    "program: this job stops rather than grade on noise (a machine short of memory or "
+                    "processes?); rerun it when the node is less loaded")
+        raise SandboxFailure(f"the code sandbox failed {self.retries + 1} times in a row on one test of a program "
+                             f"(sandbox.retries = {self.retries}); the last: {detail.message}. A harness failure is "
+                             "no verdict on a program: this job stops rather than grade it")

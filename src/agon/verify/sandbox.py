@@ -65,7 +65,9 @@ Outcomes, in the order they are decided:
                  reading and kills the tree, so gigabytes never reach memory;
   memory_limit   a MemoryError (RLIMIT_AS makes Python allocations fail
                  cleanly), or the summed resident memory of its processes;
-  runtime_error  any other non-zero exit or signal;
+  runtime_error  any other non-zero exit or signal, except a SIGKILL that neither
+                 the harness nor a limit sent (the kernel's OOM killer, another
+                 process): that is a `sandbox_error`, never the program's verdict;
   passed / wrong_answer  outputs compared after `normalize_output` (trailing
                  whitespace per line and trailing blank lines are ignored;
                  leading and inner whitespace count).
@@ -104,8 +106,8 @@ _READ_CHUNK = 65536
 _REPORT_CHARS = 2000
 # After a kill, the pipes close once every process holding them is gone.
 _DRAIN_AFTER_KILL_S = 2.0
-# A tree that closed its pipes has exited or is about to: wait this long for its
-# exit status (and its rusage) before killing it.
+# A tree that closed its pipes has exited or is about to: wait for its exit status (and its
+# rusage) until the wall clock limit, and at least this long, before killing it.
 _REAP_AFTER_EOF_S = 1.0
 # How often the harness sums the CPU time and resident memory of a run's processes.
 _WATCH_INTERVAL_S = 0.01
@@ -161,6 +163,10 @@ class SandboxUnavailable(RuntimeError):
     """The code sandbox cannot run programs here; the message says what to install or enable."""
 
 
+class SandboxFailure(RuntimeError):
+    """The code sandbox kept failing around programs (agon.verify.grading): no verdict can be trusted."""
+
+
 @dataclass(frozen=True)
 class SandboxLimits:
     cpu_time_s: int = 2  # all processes together (and each alone: RLIMIT_CPU, whole seconds)
@@ -198,7 +204,8 @@ class SandboxConfig:
 
     @classmethod
     def from_config(cls, section: dict | None) -> "SandboxConfig":
-        return cls(**(section or {}))
+        """The isolation keys of the config's `sandbox` section (the grader reads its retry keys)."""
+        return cls(**{k: v for k, v in (section or {}).items() if k in ("isolation", "bwrap")})
 
 
 @dataclass(frozen=True)
@@ -751,8 +758,12 @@ def _execute(command: list[str], stdin: int, pass_fds, cwd, limits: SandboxLimit
         run.stderr = bytes(pipes[proc.stderr.fileno()])
         run.started = bool(pipes[marker_r])
         if not (run.killed_on_wall_clock or run.output_overflow or run.over_limit):
-            # It closed its pipes: let it exit by itself, so that its rusage is complete.
-            status, usage = _wait(proc.pid, time.monotonic() + _REAP_AFTER_EOF_S)
+            # It closed its pipes: let it exit by itself, so that its rusage is complete. It
+            # has until the wall clock limit (at least _REAP_AFTER_EOF_S: a loaded machine can
+            # take that long to tear an interpreter down); a tree still running then is killed
+            # as one over the wall clock, so every kill the harness sends has its reason.
+            status, usage = _wait(proc.pid, max(started + limits.wall_time_s, time.monotonic() + _REAP_AFTER_EOF_S))
+            run.killed_on_wall_clock = status is None
     finally:
         # Always kill: a no-op for a tree that already exited; killing bwrap
         # kills the program, pid 1 (--die-with-parent), and with it the namespace.
@@ -884,6 +895,18 @@ def _classify(run: _Run, expected: str, limits: SandboxLimits) -> CaseReport:
         # out a little under it (0.98 s for a 1 s limit): SIGXCPU decides alone.
         if run.exit_code == 128 + signal.SIGXCPU or run.cpu_s >= limits.cpu_time_s:
             return report(Outcome.TIMEOUT, f"CPU time limit of {limits.cpu_time_s} s")
+        if run.exit_code in (-signal.SIGKILL, 128 + signal.SIGKILL):
+            # Every SIGKILL the harness sends is decided above (wall clock, output, limits), and
+            # the CPU limit's is too. A program cannot SIGKILL its own pid 1 (the kernel drops
+            # signals from inside a pid namespace to its init that it has no handler for, and
+            # SIGKILL has none), nor bwrap, which its namespace hides. What is left came from
+            # outside: the kernel's OOM killer on a machine short of memory, or another
+            # process. Not the program's verdict: the grader retries it (agon.verify.grading).
+            # With isolation rlimits the program could SIGKILL itself; that too is retried,
+            # and a job that keeps seeing it fails saying so.
+            return report(Outcome.SANDBOX_ERROR, f"killed by SIGKILL (exit status {run.exit_code}) that neither "
+                          "the harness nor a limit sent: the kernel's OOM killer or another process; not the "
+                          "program's verdict")
         return report(Outcome.RUNTIME_ERROR, f"exit status {run.exit_code}")
     actual = run.stdout.decode("utf-8", "replace")
     if normalize_output(actual) == normalize_output(expected):
