@@ -61,7 +61,22 @@ def test_dangling_reference_is_named(base_config):
 
 def test_pair_method_needs_its_knobs(base_config):
     bad = _mutated(base_config, ["methods", "agon"], {"kind": "pair", "group_size": 8, "mode": "adv"})
-    with pytest.raises(ConfigError, match=r"methods.agon: kind 'pair' needs exchange, roles"):
+    with pytest.raises(ConfigError, match=r"missing config key\(s\) 'methods.agon.exchange', 'methods.agon.roles'"):
+        validate(bad)
+
+
+def test_a_methods_knobs_are_checked_against_its_kind(base_config):
+    bad = _mutated(base_config, ["methods", "agon", "mode"], "adversarial")
+    with pytest.raises(ConfigError, match=r"config key 'methods.agon.mode': 'adversarial' is not one of"):
+        validate(bad)
+    bad = _mutated(base_config, ["methods", "grpo", "roles"], "rotate")  # grpo reads no roles
+    with pytest.raises(ConfigError, match=r"unknown config key 'methods.grpo.roles'"):
+        validate(bad)
+    bad = _mutated(base_config, ["methods", "grpo", "kind"], "grop")
+    with pytest.raises(ConfigError, match=r"methods.grpo.kind: unknown kind 'grop' \(built in: grpo, pair"):
+        validate(bad)
+    bad = _mutated(base_config, ["methods", "grpo", "kind"], "no_such_module_agon:KIND")
+    with pytest.raises(ConfigError, match=r"methods.grpo.kind: kind 'no_such_module_agon:KIND': cannot import"):
         validate(bad)
 
 

@@ -96,7 +96,7 @@ def _pair(N=4, mode="adv", exchange="visible", roles="rotate", gamma=0.0):
 def _run(method, step=0, problems=None, **kw):
     adapters = methods.adapters_for(method)
     ctx = FakeContext(method, step=step, adapters=adapters, **kw)
-    streams = methods.METHODS[method["kind"]](ctx, problems or _problems())
+    streams = methods.kind_of(method["kind"]).step(ctx, problems or _problems())
     return ctx, streams
 
 

@@ -48,8 +48,28 @@ SANDBOX_KUID = NOBODY if os.geteuid() == 0 else os.geteuid()
 OUR_PID_NS = os.readlink("/proc/self/ns/pid")
 
 
+def _ours(pid: int) -> bool:
+    """Whether `pid` descends from this process (the harness adopts orphans: it is a subreaper).
+
+    Only our own runs are this fixture's to kill: another test session on the same machine
+    runs programs as the same user in namespaces of its own, and killing those would hand it
+    SIGKILLed programs that had done nothing wrong."""
+    for _ in range(16):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return False
+        if pid == os.getpid():
+            return True
+        if pid <= 1:
+            return False
+    return False
+
+
 def sandbox_user_pids() -> set[int]:
-    """Live processes of the sandbox's host uid in a pid namespace other than ours: sandboxed ones.
+    """Live processes of the sandbox's host uid in a pid namespace other than ours, descended
+    from this process: our sandboxed ones.
 
     Zombies are not counted: a dead reaper whose harness was killed waits for the machine's pid 1.
     """
@@ -60,7 +80,7 @@ def sandbox_user_pids() -> set[int]:
         try:
             if os.stat(f"/proc/{name}").st_uid == SANDBOX_KUID and os.readlink(f"/proc/{name}/ns/pid") != OUR_PID_NS:
                 with open(f"/proc/{name}/stat") as f:
-                    if f.read().rsplit(")", 1)[1].split()[0] != "Z":
+                    if f.read().rsplit(")", 1)[1].split()[0] != "Z" and _ours(int(name)):
                         found.add(int(name))
         except OSError:
             continue
@@ -782,3 +802,64 @@ def test_a_thread_bomb_hits_the_process_limit():
     report = only_report(run(code))
     assert report.outcome is Outcome.WRONG_ANSWER and report.stdout.startswith("threads:"), report
     assert int(report.stdout.split()[1]) < LIMITS.max_processes, report.stdout
+
+
+# ------------------------------------------------------------ kills from outside the program
+
+
+def test_a_program_cannot_sigkill_its_own_pid_1():
+    """The premise of the next test: from inside its namespace, SIGKILL to pid 1 is dropped."""
+    for code in ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\nprint(42)",
+                 "import os, signal, time\nif os.fork() == 0:\n    os.kill(1, signal.SIGKILL)\n    os._exit(0)\n"
+                 "time.sleep(0.3)\nprint(42)"):
+        report = only_report(run(code, [{"input": "", "output": "42"}]))
+        assert report.outcome is Outcome.PASSED, report
+
+
+def test_a_sigkill_from_outside_is_a_sandbox_error_not_the_programs_verdict(sandbox_baseline):
+    """What the kernel's OOM killer (or any other process) does to a correct program that has
+    already answered: its verdict is no one's, and the grader reruns it (agon.verify.grading)."""
+    import threading
+
+    only_report(run("print(1)"))  # the sandbox's own probe (once per process) runs before the killer starts
+    killed = []
+
+    def kill_it():
+        deadline = time.monotonic() + 5
+        while not killed and time.monotonic() < deadline:
+            pids = sandbox_user_pids() - sandbox_baseline
+            if pids:
+                time.sleep(0.5)  # it has answered by now, and sleeps
+                for pid in pids:
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+            time.sleep(0.01)
+
+    killer = threading.Thread(target=kill_it)
+    killer.start()
+    report = only_report(run("import time\nprint(42, flush=True)\ntime.sleep(1.5)", [{"input": "", "output": "42"}]))
+    killer.join()
+    assert killed, "the program was never seen running"
+    assert report.outcome is Outcome.SANDBOX_ERROR and report.exit_code == 128 + signal.SIGKILL, report
+    assert "killed by SIGKILL" in report.message and report.stdout == "42\n"
+
+
+@pytest.mark.parametrize("exit_code", [-signal.SIGKILL, 128 + signal.SIGKILL])
+def test_an_unexplained_sigkill_is_classified_a_sandbox_error(exit_code):
+    from agon.verify.sandbox import _classify, _Run
+
+    report = _classify(_Run(started=True, exit_code=exit_code, stdout=b"42\n", cpu_s=0.02), "42", LIMITS)
+    assert report.outcome is Outcome.SANDBOX_ERROR and "not the program's verdict" in report.message
+    # the CPU limit's own SIGKILL (the hard limit, one second past the soft one) stays a timeout
+    over = _classify(_Run(started=True, exit_code=exit_code, cpu_s=LIMITS.cpu_time_s + 0.5), "42", LIMITS)
+    assert over.outcome is Outcome.TIMEOUT
+
+
+def test_a_program_that_closes_its_pipes_and_lingers_is_stopped_at_the_wall_clock(sandbox_baseline):
+    """Not killed a second after it closed its pipes (and graded by the exit status that kill
+    gave): it has until the wall clock limit, like any program, and is then a timeout."""
+    started = time.monotonic()
+    report = only_report(run("import os, time\nprint(42, flush=True)\nfor fd in (0, 1, 2):\n    os.close(fd)\n"
+                             "time.sleep(30)", [{"input": "", "output": "42"}]))
+    assert report.outcome is Outcome.TIMEOUT and "wall clock" in report.message, report
+    assert LIMITS.wall_time_s <= time.monotonic() - started < LIMITS.wall_time_s + 3

@@ -2,6 +2,7 @@
 
 import csv
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -9,16 +10,17 @@ from pathlib import Path
 
 import pytest
 
+from agon import io
 from agon.config import load as load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.workflow
 
 
-def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+def snakemake(workdir: Path, *args: str, check: bool = True, env: dict | None = None) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir),
            "--cores", "2", *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, env=env)
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
     return proc
@@ -333,6 +335,52 @@ def test_same_config_reproduces_splits_and_tables(finished_run, tmp_path):
         assert a.read_text() == b.read_text(), f"{name} differs between runs"
     rows = list(csv.DictReader(open(second / "tables" / f"{table}.csv")))
     assert any(r["n"] and r["ci_high"] for r in rows), rows  # numbers, not only absent rows
+
+
+def _pages(root: Path) -> int:
+    """Bytes `root`'s files take on a tmpfs (whole pages)."""
+    return sum(-(-p.stat().st_size // 4096) * 4096 for p in root.rglob("*") if p.is_file())
+
+
+def test_a_disk_that_fills_mid_run_loses_nothing_and_the_rerun_matches(finished_run, tmp_path):
+    """results/ on a small tmpfs that fills after the data and the bases are written: the job
+    that hits the full disk fails saying where and how much space is left, no output is left
+    half-written, and once space is freed the rerun completes with the uninterrupted run's tables."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a size-limited tmpfs needs root (CI runs as root)")
+    config = load_config(ROOT / "config" / "test.yaml")
+    table = min((t for t in config["tables"] if _cells(config, t) - {"untrained"}),
+                key=lambda t: (len(_cells(config, t)), t))
+    first = finished_run / "results" / "test"
+    results = tmp_path / "results"
+    results.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(results)], check=True)
+    try:
+        filler = results / "filler"
+        room = _pages(first / "data") + _pages(first / "models") + (64 << 10)  # then training fills it
+        with open(filler, "wb") as f:
+            f.write(b"\0" * (io.disk_free(results) - room))
+        target = f"results/test/tables/{table}.csv"
+        proc = snakemake(tmp_path, target, "--configfile", str(ROOT / "config" / "test.yaml"), check=False)
+        assert proc.returncode != 0, "the run fit on the small disk: nothing was tested"
+        logs = {p: p.read_text() for p in (results / "test" / "logs").rglob("*.log")}
+        full = [p for p, text in logs.items() if "no space left writing" in text]
+        assert full, "no job said the disk was full:\n" + proc.stderr[-3000:]
+        for log in full:
+            assert "bytes are free on its filesystem" in logs[log] and "results/test/" in logs[log], logs[log]
+        for path in (results / "test").rglob("*.json*"):  # what is there is whole
+            text = path.read_text()
+            if path.suffix == ".jsonl":
+                assert text == "" or text.endswith("\n"), path
+                [json.loads(line) for line in text.splitlines() if line.strip()]
+            else:
+                json.loads(text)
+        filler.unlink()
+        snakemake(tmp_path, target, "--configfile", str(ROOT / "config" / "test.yaml"), "--rerun-incomplete")
+        for name in (f"{table}.csv", f"{table}.md", f"{table}.tex"):
+            assert (first / "tables" / name).read_bytes() == (results / "test" / "tables" / name).read_bytes(), name
+    finally:
+        subprocess.run(["umount", "-l", str(results)], check=False)
 
 
 def test_code_domain_table6(finished_run):

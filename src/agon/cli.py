@@ -546,11 +546,13 @@ def main(argv=None) -> None:
         # Bad input: a clear one-line message, no traceback through the rule.
         print(f"agon {args.command}: error: {e}", file=sys.stderr)
         sys.exit(2)
-    except OSError as e:
-        if e.errno not in io.DISK_FULL:
+    except Exception as e:
+        # A full disk under a write no atomic helper wrapped (a library's own, e.g. peft saving
+        # adapters into the declared output): named by the job's output.
+        out = getattr(e, "filename", None) or _output_of(args)
+        if not (isinstance(e, io.DiskFull) or io.is_disk_full(e, out)):
             raise
-        # a library's own write (safetensors, peft) names no file: name the job's output instead
-        full = e if isinstance(e, io.DiskFull) else io.DiskFull(e.filename or _output_of(args), None, e)
+        full = e if isinstance(e, io.DiskFull) else io.DiskFull(out, None, e)
         print(f"agon {args.command}: error: {full.strerror}", file=sys.stderr)
         sys.exit(EXIT_DISK_FULL)
 

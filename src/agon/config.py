@@ -154,17 +154,13 @@ def validate(config: dict, source="config") -> dict:
     return config
 
 
-PAIR_KNOBS = ("mode", "exchange", "roles")
 
 
 def check_references(config: dict, source: str = "config") -> None:
     problems = []
     methods, evaluations = config["methods"], config["evaluations"]
     for name, m in methods.items():
-        if m["kind"] == "pair":
-            missing = [k for k in PAIR_KNOBS if k not in m]
-            if missing:
-                problems.append(f"methods.{name}: kind 'pair' needs {', '.join(missing)}")
+        problems += _method_problems(name, m)
     for name, ev in evaluations.items():
         if ev["method"] is not None and ev["method"] not in methods:
             problems.append(f"evaluations.{name}.method: unknown method {ev['method']!r} "
@@ -203,6 +199,21 @@ def check_references(config: dict, source: str = "config") -> None:
     problems += device_config_problems(config)  # device, backend and the GPU's memory split
     if problems:
         _raise([(_key_of(config, p), p) for p in problems], source)
+
+
+def _method_problems(name: str, m: dict) -> list[str]:
+    """A method's knobs, checked against its kind's registration (agon.rl.methods.MethodKind)."""
+    from .rl.methods import knob_schema, kind_of
+
+    try:
+        kind = kind_of(m["kind"])
+    except ValueError as e:
+        return [f"methods.{name}.kind: {e}"]
+    problems = []
+    for error in jsonschema.Draft202012Validator(knob_schema(kind)).iter_errors(m):
+        error.path.extendleft(reversed(["methods", name]))
+        problems.append(_describe(error))
+    return problems
 
 
 def _split_problems(config: dict) -> list[str]:

@@ -37,18 +37,26 @@ def umask() -> int:
 
 # A full filesystem, or a full quota (shared scratch space on a cluster).
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+# Libraries that write in native code (safetensors, torch's zip writer) raise errors of their
+# own on a full disk: any failure while the filesystem has less than this left counts as one.
+NEARLY_FULL_BYTES = 1 << 20
 
 
 class DiskFull(OSError):
     """Writing a result ran out of space; the message names the path, the space left and what it needed."""
 
-    def __init__(self, path, written: int | None = None, cause: OSError | None = None):
+    def __init__(self, path, written: int | None = None, cause: BaseException | None = None):
         path = Path(path)
         where = next((p for p in (path, *path.parents) if p.exists()), Path("/"))
         free = disk_free(where)
         need = f"it needs more than the {written:,} bytes written of it" if written else "it needs more space"
-        why = f" ({os.strerror(cause.errno)})" if cause is not None and cause.errno else ""
-        super().__init__(cause.errno if cause is not None else errno.ENOSPC,
+        if isinstance(cause, OSError) and cause.errno:
+            why = f" ({os.strerror(cause.errno)})"
+        elif cause is not None:
+            why = f" ({type(cause).__name__}: {str(cause).strip().splitlines()[0][:200] if str(cause).strip() else ''})"
+        else:
+            why = ""
+        super().__init__(errno.EDQUOT if getattr(cause, "errno", None) == errno.EDQUOT else errno.ENOSPC,
                          f"no space left writing {path}{why}: {free:,} bytes are free on its filesystem, and "
                          f"{need}. Nothing half-written was kept: free space (or point results/ elsewhere) and "
                          "rerun; finished jobs are kept, and a training job resumes from its last checkpoint")
@@ -59,6 +67,27 @@ def disk_free(path) -> int:
     """Bytes an unprivileged writer can still use on `path`'s filesystem."""
     st = os.statvfs(path)
     return st.f_bavail * st.f_frsize
+
+
+def is_disk_full(error: BaseException, path) -> bool:
+    """Whether `error`, raised while writing under `path`, is a full disk (not yet a DiskFull):
+    ENOSPC or EDQUOT, or any failure while that filesystem is (nearly) full. Decide it before
+    cleaning up, which frees space."""
+    if isinstance(error, DiskFull):
+        return False
+    if isinstance(error, OSError) and error.errno in DISK_FULL:
+        return True
+    path = Path(path)
+    where = next((p for p in (path, *path.parents) if p.exists()), None)
+    return where is not None and disk_free(where) < NEARLY_FULL_BYTES
+
+
+def _size(path: Path) -> int | None:
+    if path.is_file():
+        return path.stat().st_size
+    if path.is_dir():
+        return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+    return None
 
 
 @contextlib.contextmanager
@@ -80,12 +109,11 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         yield tmp_path
         os.chmod(tmp_path, 0o666 & ~umask())
         os.replace(tmp_path, path)
-    except OSError as e:
-        if e.errno not in DISK_FULL or isinstance(e, DiskFull):
+    except Exception as e:
+        if not is_disk_full(e, path.parent):
             raise
-        written = None
+        written = _size(tmp_path) if tmp_path is not None else None
         if tmp_path is not None and tmp_path.exists():
-            written = tmp_path.stat().st_size
             tmp_path.unlink()  # before the free space is measured
         raise DiskFull(path, written, e) from e
     finally:
@@ -110,10 +138,10 @@ def atomic_dir(out: str | os.PathLike) -> Iterator[Path]:
         if out.exists():
             shutil.rmtree(out)
         tmp.rename(out)
-    except OSError as e:
-        if e.errno not in DISK_FULL or isinstance(e, DiskFull):
+    except Exception as e:
+        if not is_disk_full(e, out.parent):
             raise
-        written = sum(f.stat().st_size for f in tmp.rglob("*") if f.is_file()) if tmp.exists() else None
+        written = _size(tmp)
         shutil.rmtree(tmp, ignore_errors=True)  # before the free space is measured
         raise DiskFull(out, written, e) from e
     finally:
@@ -136,6 +164,11 @@ def share_modes(root: str | os.PathLike) -> None:
 def write_text(path, text: str) -> None:
     with atomic_path(path) as tmp:
         tmp.write_text(text)
+
+
+def write_bytes(path, data) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
 
 
 def write_json(path, obj: Any) -> None:

@@ -13,6 +13,8 @@ table says which configured method occupies which cell:
                                  exchange iff exchange is visible (hidden: the
                                  draft only enters the reward; shared: one
                                  group-constant rival)
+  any other kind                 where its registration's `classify` puts it
+                                 (agon.rl.methods.MethodKind)
 
 A method's other knobs (margin reward, fixed roles, a length tie-break, a hidden
 or shared rival) are printed beside its name; a method without a published
@@ -26,6 +28,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import io
+from ..rl.methods import kind_of
 from . import tables as tables_mod
 
 EXCHANGE = ("no exchange", "exchange")
@@ -46,25 +49,9 @@ def _knobs(spec: dict) -> str:
 
 
 def classify_method(m: dict) -> tuple[str, str | None, str | None, list[str]]:
-    """(role, competition, exchange, qualifiers) of one training method."""
-    if m["kind"] == "grpo":
-        return "2x2 cell", "no competition", "no exchange", []
-    if m.get("roles") == "self":
-        return "training control", None, None, ["one adapter reads its own previous attempt"]
-    competition = "competition" if m["mode"] in ("adv", "margin") else "no competition"
-    exchange = "exchange" if m["exchange"] == "visible" else "no exchange"
-    qualifiers = []
-    if m["exchange"] == "hidden":
-        qualifiers.append("per-rollout hidden rival")
-    elif m["exchange"] == "shared":
-        qualifiers.append("group-constant shared rival, inert by construction")
-    if m["mode"] == "margin":
-        qualifiers.append("margin reward")
-    if m.get("roles") == "fixed":
-        qualifiers.append("fixed roles")
-    if m.get("gamma"):
-        qualifiers.append(f"length tie-break gamma={m['gamma']}")
-    return "2x2 cell", competition, exchange, qualifiers
+    """(role, competition, exchange, qualifiers) of one training method: its kind's registration says."""
+    role, competition, exchange, qualifiers = kind_of(m["kind"]).classify(m)
+    return role, competition, exchange, list(qualifiers)
 
 
 def classify_evaluation(ev: dict, methods: dict) -> tuple[str, str] | None:
@@ -78,9 +65,10 @@ def classify_evaluation(ev: dict, methods: dict) -> tuple[str, str] | None:
         return "reference", "the untrained base, one pass"
     if method is None:
         return "inference control", f"the untrained base, {ev['protocol']}"
-    if ev["protocol"] == "cascade" and len(set(policies)) == 1 and method["kind"] == "grpo":
+    kind = kind_of(method["kind"])
+    if ev["protocol"] == "cascade" and len(set(policies)) == 1 and kind.deploys == "single":
         return "inference control", "two-pass self-cascade: the trained policy refines its own first pass"
-    if ev["protocol"] == "single" and method["kind"] == "pair" and method.get("roles") != "self":
+    if ev["protocol"] == "single" and kind.deploys == "cascade" and len(kind.adapters(method)) == 2:
         return "inference control", f"adapter {policies[0]} of the {ev['method']} pair alone, plain prompt"
     return None
 

@@ -1,11 +1,15 @@
 """What one optimizer step of each training method samples and rewards.
 
-A method is a function `(ctx, problems) -> list[Stream]`, plus its config.
-The shared loop (trainer.py) turns every stream into group-relative
-advantages and a loss on the stream's own adapter; nothing else differs
-between methods.
+A method is a config entry (`methods.<name>`: a `kind` plus its knobs) and a kind is
+registered once, as a `MethodKind`: its step function `(ctx, problems) -> list[Stream]`,
+the knobs it reads (a JSON schema each, checked at config load), the adapters it trains,
+how it is deployed, and where Table 1 puts it. The shared loop (trainer.py) turns every
+stream into group-relative advantages and a loss on the stream's own adapter; the config
+checks, the workflow and the reports read the registration, and list no kinds themselves.
+A kind outside this package is named `module:attribute` (a MethodKind in an importable
+module): docs/extending.md walks through one.
 
-Methods (config `kind`):
+Built-in kinds (config `kind`):
   grpo   one adapter, G rollouts per problem on the plain prompt, standalone reward.
   pair   Algorithm 1 and its relatives. A drafter samples N drafts per problem
          (standalone reward); the challenger samples N rollouts, one per draft,
@@ -136,11 +140,89 @@ def shared_rival_gap(own: list[float], coop: list[float], group_ids: list) -> di
             "max_gap_to_coop": max(gaps.values(), default=0.0)}
 
 
-METHODS: dict[str, Callable] = {"grpo": grpo, "pair": pair}
+@dataclass(frozen=True)
+class MethodKind:
+    """Everything the pipeline needs to know about a kind of training method.
+
+    step      what one optimizer step samples and rewards: (ctx, problems) -> [Stream]
+    knobs     {key: JSON schema} of the method's keys beyond `kind` and `group_size`
+    required  the knobs a method of this kind must set
+    adapters  method -> the adapter names it trains ("A", or "A" and "B")
+    deploys   "single" (one pass of its policy) or "cascade" (a draft, then a pass that reads it)
+    classify  method -> (Table 1 role, competition, exchange, qualifiers): role "2x2 cell" with
+              "competition" / "no competition" and "exchange" / "no exchange", or another role
+              (e.g. "training control") with None for both; qualifiers are printed beside its name
+    """
+
+    step: Callable
+    adapters: Callable[[dict], tuple[str, ...]]
+    classify: Callable[[dict], tuple[str, str | None, str | None, list[str]]]
+    deploys: str
+    knobs: dict = field(default_factory=dict)
+    required: tuple[str, ...] = ()
+
+
+def _classify_pair(m: dict) -> tuple[str, str | None, str | None, list[str]]:
+    if m.get("roles") == "self":
+        return "training control", None, None, ["one adapter reads its own previous attempt"]
+    competition = "competition" if m["mode"] in ("adv", "margin") else "no competition"
+    exchange = "exchange" if m["exchange"] == "visible" else "no exchange"
+    qualifiers = []
+    if m["exchange"] == "hidden":
+        qualifiers.append("per-rollout hidden rival")
+    elif m["exchange"] == "shared":
+        qualifiers.append("group-constant shared rival, inert by construction")
+    if m["mode"] == "margin":
+        qualifiers.append("margin reward")
+    if m.get("roles") == "fixed":
+        qualifiers.append("fixed roles")
+    if m.get("gamma"):
+        qualifiers.append(f"length tie-break gamma={m['gamma']}")
+    return "2x2 cell", competition, exchange, qualifiers
+
+
+KINDS: dict[str, MethodKind] = {
+    "grpo": MethodKind(step=grpo, adapters=lambda m: ("A",), deploys="single",
+                       classify=lambda m: ("2x2 cell", "no competition", "no exchange", [])),
+    "pair": MethodKind(
+        step=pair, deploys="cascade", classify=_classify_pair,
+        adapters=lambda m: ("A",) if m.get("roles") == "self" else ("A", "B"),
+        knobs={"mode": {"enum": ["coop", "adv", "margin"]}, "exchange": {"enum": ["visible", "hidden", "shared"]},
+               "roles": {"enum": ["rotate", "fixed", "self"]}, "gamma": {"type": "number", "minimum": 0}},
+        required=("mode", "exchange", "roles")),
+}
+
+
+def kind_of(name: str) -> MethodKind:
+    """The registered kind `name`: a built-in, or `module:attribute` (imported once, then kept).
+
+    Raises ValueError saying what is wrong with the name."""
+    if name in KINDS:
+        return KINDS[name]
+    module_name, _, attribute = name.partition(":")
+    if not (module_name and attribute):
+        raise ValueError(f"unknown kind {name!r} (built in: {', '.join(sorted(k for k in KINDS if ':' not in k))}; "
+                         "a kind of your own is `module:attribute`, a MethodKind in an importable module)")
+    import importlib
+
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise ValueError(f"kind {name!r}: cannot import {module_name!r} ({e}); is it on PYTHONPATH?") from None
+    kind = getattr(module, attribute, None)
+    if not isinstance(kind, MethodKind):
+        raise ValueError(f"kind {name!r}: {module_name}.{attribute} is not an agon.rl.methods.MethodKind")
+    KINDS[name] = kind
+    return kind
+
+
+def knob_schema(kind: MethodKind) -> dict:
+    """The JSON schema of one `methods.<name>` entry of this kind."""
+    return {"type": "object", "additionalProperties": False, "required": ["kind", "group_size", *kind.required],
+            "properties": {"kind": {"type": "string"}, "group_size": {"type": "integer", "minimum": 2},
+                           **kind.knobs}}
 
 
 def adapters_for(method: dict) -> tuple[str, ...]:
-    """Adapter names a method trains: one for grpo and self-refine, the pair otherwise."""
-    if method["kind"] == "grpo" or method.get("roles") == "self":
-        return ("A",)
-    return ("A", "B")
+    """Adapter names a method trains (its kind says)."""
+    return tuple(kind_of(method["kind"]).adapters(method))

@@ -21,6 +21,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
+from io import BytesIO
 from pathlib import Path
 
 import torch
@@ -210,7 +211,7 @@ class Trainer:
         self.tokenizer, self.fmt, self.cfg, self.method, self.sampling, self.seed = (
             tokenizer, fmt, train_cfg, method, sampling, seed)
         self.precision = precision_name
-        self.method_fn = methods_mod.METHODS[method["kind"]]
+        self.method_fn = methods_mod.kind_of(method["kind"]).step
         self.adapters = methods_mod.adapters_for(method)
         init = {"A": train_cfg["adapter_a_init_sigma"] if len(self.adapters) == 2 else 0.0, "B": 0.0}
         # transformers (GradientCheckpointingLayer, 5.x) checkpoints a decoder layer only while
@@ -257,8 +258,9 @@ class Trainer:
             "optimizers": {n: o.state_dict() for n, o in self.optimizers.items()},
             "schedulers": {n: s.state_dict() for n, s in schedulers.items()},
         }
-        with io.atomic_path(path) as tmp:
-            torch.save(state, tmp)
+        buffer = BytesIO()  # serialised first: a full disk then fails in our write, as an OSError naming it
+        torch.save(state, buffer)
+        io.write_bytes(path, buffer.getbuffer())
 
     def load_checkpoint(self, path: Path, schedulers) -> None:
         state = read_checkpoint(path)
