@@ -83,12 +83,15 @@ def weights_sha256(base_dir) -> str:
 
 
 def identity(base_dir) -> dict | None:
-    """{source, sha256[, pinned_path]} of a toy base the `base` rule wrote (None for other bases)."""
+    """{source, sha256[, pinned_path]} of a toy base the `base` rule wrote; None for other bases
+    (a hub or GGUF base's record, written by fetch_model, names its own source)."""
     record = Path(base_dir) / BASE_RECORD
     if not record.exists():
         return None
     data = io.read_json(record)
-    out = {"source": data.get("source", "train"), "sha256": data.get("sha256") or weights_sha256(base_dir)}
+    if data.get("source") not in SOURCES or "sha256" not in data:
+        return None
+    out = {"source": data["source"], "sha256": data["sha256"]}
     if data.get("pinned_path"):
         out["pinned_path"] = data["pinned_path"]
     return out
