@@ -7,7 +7,7 @@ from a run's own records.
 Pairs evaluation a's and b's records by problem in every seed of the run, pools the seeds'
 discordant problems (one right, the other wrong) and a's share of them, and prints the chance
 that a single seed of n problems drawn like these finds a better at p < 0.05
-(`agon.evaluate.stats.mcnemar_power`). README, "Why 800 held-out problems".
+(`agon.evaluate.stats.mcnemar_power`). docs/toy-world.md, "Why 800 held-out problems".
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ def test_no_provenance_is_a_clear_error(tmp_path):
 
 
 def test_provenance_names_the_cpu():
-    # a toy run's numbers differ between CPUs with and without native bf16 (README, precision)
+    # a toy run's numbers differ between CPUs with and without native bf16 (docs/toy-world.md, "What still differs between CPUs")
     block = io.provenance({"x": 1}, seed=3)
     assert isinstance(block["cpu"], str) and block["seed"] == 3
     cpuinfo = Path("/proc/cpuinfo")

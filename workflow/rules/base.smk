@@ -61,9 +61,10 @@ rule base:
         "--out {output} > {log} 2>&1"
 
 
-# A pinned snapshot of a trained toy base (agon.toy.pinned), to copy into the repository:
-#   snakemake pin_bases --cores all --configfile config/pin.yaml
-#   cp -r results/pin/pinned/toy/. models/toy/    (and toy_code; docs/toy-world.md)
+# A pinned snapshot of a trained toy base (agon.toy.pinned), to copy into the repository
+# (docs/toy-world.md, "Making a pinned base"):
+#   snakemake pin_bases results/pin/tables/table0_base.md --cores all --configfile config/pin.yaml
+#   cp results/pin/pinned/toy/* models/toy/ && cp results/pin/pinned/toy_code/* models/toy_code/
 localrules:
     pin_base,
     pin_bases,

@@ -108,7 +108,7 @@ def mcnemar_power(n: int, discordant_rate: float, win_share: float, alpha: float
     `win_share`. Exact, by summing over the number of discordant problems d: the test rejects
     in a's favour when a wins at least d - c of them, c the largest count whose doubled
     binomial tail stays below `alpha` (the test's own p-value). How many held-out problems a
-    single seed needs to see a lift of a given size (README, "Why 800 held-out problems").
+    single seed needs to see a lift of a given size (docs/toy-world.md, "Why 800 held-out problems").
     """
     if n < 1 or not 0 <= discordant_rate <= 1 or not 0 <= win_share <= 1:
         raise ValueError(f"mcnemar_power: need n >= 1 and rates in [0, 1], got n={n}, "

@@ -13,7 +13,8 @@ is an error naming the problem, never a silent 0):
 Every evaluation stage records the verifier that graded it (`verifier_for`).
 
 Code grading is the expensive part of a training step (one sandboxed process
-tree per test, ~25 ms of wall clock each, most of it the interpreter's start),
+tree per test, tens of ms of wall clock each, most of it the interpreter's start:
+docs/measurements.md, "Benchmarks"),
 so the grader keeps the sandbox's semantics and avoids needless runs:
   * a program that does not compile is a program failure (`syntax_error`)
     decided in-process by `compile` (never executed), without a sandbox;
