@@ -65,19 +65,16 @@ def test_pair_method_needs_its_knobs(base_config):
         validate(bad)
 
 
-def test_a_methods_knobs_are_checked_against_its_kind(base_config):
-    bad = _mutated(base_config, ["methods", "agon", "mode"], "adversarial")
-    with pytest.raises(ConfigError, match=r"config key 'methods.agon.mode': 'adversarial' is not one of"):
-        validate(bad)
-    bad = _mutated(base_config, ["methods", "grpo", "roles"], "rotate")  # grpo reads no roles
-    with pytest.raises(ConfigError, match=r"unknown config key 'methods.grpo.roles'"):
-        validate(bad)
-    bad = _mutated(base_config, ["methods", "grpo", "kind"], "grop")
-    with pytest.raises(ConfigError, match=r"methods.grpo.kind: unknown kind 'grop' \(built in: grpo, pair"):
-        validate(bad)
-    bad = _mutated(base_config, ["methods", "grpo", "kind"], "no_such_module_agon:KIND")
-    with pytest.raises(ConfigError, match=r"methods.grpo.kind: kind 'no_such_module_agon:KIND': cannot import"):
-        validate(bad)
+@pytest.mark.parametrize("keys,value,message", [
+    (["methods", "agon", "mode"], "adversarial", r"config key 'methods.agon.mode': 'adversarial' is not one of"),
+    (["methods", "grpo", "roles"], "rotate", r"unknown config key 'methods.grpo.roles'"),  # grpo reads no roles
+    (["methods", "grpo", "kind"], "grop", r"methods.grpo.kind: unknown kind 'grop' \(built in: grpo, pair"),
+    (["methods", "grpo", "kind"], "no_such_module_agon:KIND",
+     r"methods.grpo.kind: kind 'no_such_module_agon:KIND': cannot import"),
+])
+def test_a_methods_knobs_are_checked_against_its_kind(base_config, keys, value, message):
+    with pytest.raises(ConfigError, match=message):
+        validate(_mutated(base_config, keys, value))
 
 
 def test_missing_and_unparsable_files(tmp_path):
