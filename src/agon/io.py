@@ -230,12 +230,17 @@ def derived_seed(*parts) -> int:
     return zlib.crc32("/".join(map(str, parts)).encode()) & 0x7FFFFFFF
 
 
-def file_hash(path) -> str:
+def sha256_file(path) -> str:
+    """The full sha256 of a file's bytes (hex)."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
-    return h.hexdigest()[:16]
+    return h.hexdigest()
+
+
+def file_hash(path) -> str:
+    return sha256_file(path)[:16]
 
 
 def git_commit() -> str:

@@ -21,7 +21,6 @@ A pinned snapshot is made by `agon pin-base` from a base the `base` rule trained
 
 from __future__ import annotations
 
-import hashlib
 import platform
 import shutil
 from pathlib import Path
@@ -39,12 +38,7 @@ class PinnedBaseError(ValueError):
     """A pinned base that does not fit the running config; the message names what differs."""
 
 
-def sha256(path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+sha256 = io.sha256_file
 
 
 def recipe(spec: dict) -> dict:
