@@ -142,8 +142,8 @@ def install(pinned_dir, out, spec: dict, unseen_paths, log=print) -> dict:
             found.append(f"{manifest_path}: file name {name!r} is not a plain file of the snapshot")
         elif not path.is_file():
             found.append(f"{path}: listed in {MANIFEST} but missing")
-        elif sha256(path) != digest:
-            found.append(f"{path}: sha256 {sha256(path)} differs from the manifest's {digest} "
+        elif (actual := sha256(path)) != digest:
+            found.append(f"{path}: sha256 {actual} differs from the manifest's {digest} "
                          "(a changed or damaged file)")
     if found:
         raise PinnedBaseError(f"the pinned base at {pinned_dir} does not fit this config:\n  - "
