@@ -65,6 +65,31 @@ def test_pair_method_needs_its_knobs(base_config):
         validate(bad)
 
 
+def test_a_row_named_after_a_method_is_deployed_as_the_method_trained(base_config):
+    """The shared rival's challenger never read a draft: its row is one pass, not a cascade."""
+    cascades = {"shared_rival_ab": {"method": "shared_rival", "protocol": "cascade", "policies": ["A", "B"]},
+                "shared_rival_ba": {"method": "shared_rival", "protocol": "cascade", "policies": ["B", "A"]}}
+    bad = _mutated(base_config, ["evaluations"], {**base_config["evaluations"], **cascades})
+    bad["picks"]["shared_rival"] = ["shared_rival_ab", "shared_rival_ba"]
+    with pytest.raises(ConfigError, match=r"picks.shared_rival: 'shared_rival_ab' is the 'shared_rival' row, so it "
+                                          r"must evaluate method 'shared_rival' with protocol 'single'"):
+        validate(bad)
+    # a pair with exchange is a cascade; an evaluation named after a method is its row too
+    bad = _mutated(base_config, ["evaluations", "self_refine", "protocol"], "single")
+    bad["evaluations"]["self_refine"]["policies"] = ["A"]
+    with pytest.raises(ConfigError, match=r"evaluations.self_refine: .* with protocol 'cascade'"):
+        validate(bad)
+    bad = _mutated(base_config, ["picks", "agon"], ["agon_ab", "coop_ba"])  # another method's evaluation
+    with pytest.raises(ConfigError, match=r"picks.agon: 'coop_ba' is the 'agon' row"):
+        validate(bad)
+
+
+def test_the_mixture_has_two_agents(base_config):
+    bad = _mutated(base_config, ["evaluations", "moa", "policies"], [None])
+    with pytest.raises(ConfigError, match=r"evaluations.moa.policies: protocol 'moa' needs 2 policies, got 1"):
+        validate(bad)
+
+
 @pytest.mark.parametrize("keys,value,message", [
     (["methods", "agon", "mode"], "adversarial", r"config key 'methods.agon.mode': 'adversarial' is not one of"),
     (["methods", "grpo", "roles"], "rotate", r"unknown config key 'methods.grpo.roles'"),  # grpo reads no roles

@@ -40,21 +40,33 @@ def test_a_repeated_stage_is_sampled_once_and_returns_the_same_completions():
 
     protocols.run("single", ["B"], PROBLEMS, sample, fmt, grader)          # another policy: sampled
     protocols.run("single", ["A"], PROBLEMS[:2], sample, fmt, grader)      # other prompts: sampled
-    protocols.run("moa", ["A"], PROBLEMS, sample, fmt, grader)             # stage 0 remembered, 1-2 sampled
+    protocols.run("moa", ["A", "A"], PROBLEMS, sample, fmt, grader)        # stage 0 remembered, 1-2 sampled
     assert [c[0] for c in backend.calls[2:]] == ["B", "A", "A", "A"]
     stage_seeds = {seed for _, seed, _ in backend.calls}
     assert len(stage_seeds) == 3                         # one seed per stage index, shared by protocols
 
 
-def test_the_mixture_scores_a_final_pass_that_reads_both_proposals():
+def test_the_mixture_scores_the_first_agent_refining_its_own_attempt_after_reading_the_others():
     seen = []
 
     def sample(policy, texts, stage):
-        seen.append((stage, list(texts)))
-        return [Completion(t, f"<think>x</think>s{stage}<answer>{stage}</answer>", [1], [2], False) for t in texts]
+        seen.append((policy, stage, list(texts)))
+        return [Completion(t, f"<think>x</think>{policy}{stage}<answer>{stage}</answer>", [1], [2], False)
+                for t in texts]
 
-    (record,) = protocols.run("moa", [None], PROBLEMS[:1], sample, PromptFormat("toy"), Grader())
-    assert [s for s, _ in seen] == [0, 1, 2] and len(record["stages"]) == 3
+    (record,) = protocols.run("moa", ["P", "Q"], PROBLEMS[:1], sample, PromptFormat("toy"), Grader())
     question = PROBLEMS[0]["prompt"]
-    assert seen[2][1] == [f"Q: {question}\nR: s0\nR: s1\n"]   # both summaries, answers withheld
-    assert record["answer"] == "2" and record["total_tokens"] == 3
+    # two first passes on the plain prompt, one per agent; then P's second pass, which reads its
+    # own summary first and the other agent's second (answers withheld)
+    assert [(p, s) for p, s, _ in seen] == [("P", 0), ("Q", 1), ("P", 2)]
+    assert seen[0][2] == seen[1][2] == [f"Q: {question}\n"]
+    assert seen[2][2] == [f"Q: {question}\nR: P0\nR: Q1\n"]
+    assert [s["policy"] for s in record["stages"]] == ["P", "Q", "P"]
+    assert record["answer"] == "2" and record["final_length"] == 1 and record["total_tokens"] == 3
+
+
+def test_the_mixture_needs_two_agents():
+    import pytest
+
+    with pytest.raises(ValueError):
+        protocols.run("moa", [None], PROBLEMS[:1], lambda *a: [], PromptFormat("toy"), Grader())

@@ -293,3 +293,35 @@ def test_unisolated_code_is_said_in_the_notes():
     assert not any("WITHOUT" in n for n in notes(spec, []))
     assert any("WITHOUT the sandbox's isolation" in n and "rlimits" in n
                for n in notes({**spec, "unisolated_code": True}, []))
+
+
+def test_a_cascade_row_shows_the_challengers_length_after_a_correct_draft(tmp_path):
+    """Sec. 5.5's claim, beside the row's mean: the final stage's mean length on problems whose
+    draft was right, and how many; pooled over seeds on a mean row; absent for one pass."""
+    def cascade(seed, drafts, lengths):
+        return [{"id": f"p{i}", "evaluation": "agon_ab", "model": "toy", "seed": seed, "benchmark": "heldout",
+                 "correct": True, "final_length": n, "total_tokens": 2 * n,
+                 "stages": [{"correct": d, "length": 1}, {"correct": True, "length": n}]}
+                for i, (d, n) in enumerate(zip(drafts, lengths))]
+
+    paths = []
+    for seed, drafts, lengths in ((0, [1, 0, 1, 0], [2, 10, 4, 12]), (1, [1, 0, 0, 0], [6, 8, 8, 8])):
+        path = tmp_path / f"agon_ab.{seed}.heldout.jsonl"
+        io.write_jsonl(path, cascade(seed, drafts, lengths))
+        paths.append(str(path))
+    single = tmp_path / "grpo.heldout.jsonl"
+    io.write_jsonl(single, [{**r, "stages": [{"correct": True, "length": 3}]} for r in _records("grpo", "heldout", [1, 0])])
+    spec = {"title": "T", "benchmark": "heldout", "models": ["toy"], "rows": ["agon_ab"], "seeds": [0, 1],
+            "rival_length": True}
+    rows = tables.write_table(spec, paths, tmp_path / "t")
+    by = {r["seed"]: r for r in rows}
+    assert (by[0]["n_rival_correct"], by[0]["mean_length_rival_correct"], by[0]["mean_length"]) == (2, 3.0, 7.0)
+    assert (by[1]["n_rival_correct"], by[1]["mean_length_rival_correct"]) == (1, 6.0)
+    assert (by["mean"]["n_rival_correct"], by["mean"]["mean_length_rival_correct"]) == (3, 4.0)  # (2+4+6)/3
+    md = (tmp_path / "t.md").read_text()
+    assert "length after a correct draft (n)" in md and "| 3.0 (2) |" in md and "Sec. 5.5" in md
+    assert "n_rival_correct" not in tables.summarize(io.read_jsonl(single))
+    # without the key the column stays in the csv only
+    tables.write_table({**spec, "rival_length": False}, paths, tmp_path / "u")
+    assert "length after a correct draft" not in (tmp_path / "u.md").read_text()
+    assert "mean_length_rival_correct" in (tmp_path / "u.csv").read_text().splitlines()[0]

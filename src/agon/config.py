@@ -165,7 +165,7 @@ def check_references(config: dict, source: str = "config") -> None:
         if ev["method"] is not None and ev["method"] not in methods:
             problems.append(f"evaluations.{name}.method: unknown method {ev['method']!r} "
                             f"(defined: {', '.join(methods)})")
-        need = {"single": 1, "cascade": 2, "moa": 1}[ev["protocol"]]
+        need = {"single": 1, "cascade": 2, "moa": 2}[ev["protocol"]]
         if len(ev["policies"]) != need:
             problems.append(f"evaluations.{name}.policies: protocol {ev['protocol']!r} "
                             f"needs {need} policies, got {len(ev['policies'])}")
@@ -192,6 +192,7 @@ def check_references(config: dict, source: str = "config") -> None:
         for c in candidates:
             if c not in evaluations:
                 problems.append(f"picks.{name}: unknown evaluation {c!r}")
+    problems += _deployment_problems(config)
     for name, table in config["tables"].items():
         problems += _table_problems(name, table, config)
     problems += _figure_problems(config)
@@ -199,6 +200,30 @@ def check_references(config: dict, source: str = "config") -> None:
     problems += device_config_problems(config)  # device, backend and the GPU's memory split
     if problems:
         _raise([(_key_of(config, p), p) for p in problems], source)
+
+
+def _deployment_problems(config: dict) -> list[str]:
+    """A row named after a method (an evaluation or a pick of that name) is that method as it
+    deploys: its kind's protocol (`MethodKind.deployment`; a pair with no visible exchange
+    deploys single-pass, with no draft to read) and its own adapters. Controls such as a
+    drafter alone or a self-cascade take other names."""
+    from .rl.methods import kind_of
+
+    methods, evaluations, picks = config["methods"], config["evaluations"], config.get("picks", {})
+    out = []
+    for name, method in methods.items():
+        if _method_problems(name, method):
+            continue  # an unknown kind or a missing knob is reported on its own
+        protocol = kind_of(method["kind"]).deployment(method)
+        candidates = [(f"evaluations.{name}", name)] if name in evaluations else \
+            [(f"picks.{name}", c) for c in picks.get(name, []) if c in evaluations]
+        for where, ev_name in candidates:
+            ev = evaluations[ev_name]
+            if ev["method"] != name or ev["protocol"] != protocol:
+                out.append(f"{where}: {ev_name!r} is the {name!r} row, so it must evaluate method {name!r} "
+                           f"with protocol {protocol!r} (the method's deployment), not method "
+                           f"{ev['method']!r} with {ev['protocol']!r}")
+    return out
 
 
 def _method_problems(name: str, m: dict) -> list[str]:
@@ -304,7 +329,7 @@ def _preconditions_problems(where: str, table: dict, config: dict) -> list[str]:
         return out
     if table["benchmark"] not in config["benchmarks"]:
         out.append(f"{where}.benchmark: unknown benchmark {table['benchmark']!r}")
-    want = {"solo": ("single", [None]), "cascade": ("cascade", [None, None]), "mixture": ("moa", [None])}
+    want = {"solo": ("single", [None]), "cascade": ("cascade", [None, None]), "mixture": ("moa", [None, None])}
     for key, (protocol, policies) in want.items():
         ev = evaluations.get(table[key])
         if ev is None:

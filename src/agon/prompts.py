@@ -58,11 +58,14 @@ CHAT_WITH_ATTEMPT = (
     "paraphrase it: verify it, solve the problem independently, and where the attempt "
     "is wrong, get it right.\n\nAttempt:\n{attempt}"
 )
-CHAT_WITH_ATTEMPTS = (
+# The mixture's second pass (evaluate/protocols.py, "moa"): an agent refines its own
+# attempt after reading the other agent's, with the challenger's caution about both.
+CHAT_REFINE = (
     "{question}\n\n"
-    "Below are {count} attempts that may or may not be correct. Do not trust them and do not "
-    "paraphrase them: verify them against each other, solve the problem independently, and where "
-    "they are wrong, get it right.\n\n{attempts}"
+    "Below are your own earlier attempt and another model's attempt. Either may be wrong. "
+    "Do not trust them and do not paraphrase them: verify them against each other, "
+    "solve the problem independently, and give your refined answer.\n\n"
+    "Your earlier attempt:\n{own}\n\nThe other model's attempt:\n{other}"
 )
 # A code problem (one graded by running its `tests`) tells a chat model the language
 # and the I/O convention the sandbox grades (Python 3, standard input and output) and
@@ -268,10 +271,11 @@ class PromptFormat:
         attempt = self.sanitize(attempt).strip() or CHAT_EMPTY_ATTEMPT
         return self._chat(CHAT_WITH_ATTEMPT.format(question=chat_question(problem), attempt=attempt))
 
-    def with_attempts(self, problem: dict, attempts: list[str]) -> str:
-        """The prompt of a pass that reads several attempts (the mixture's final pass)."""
+    def refining(self, problem: dict, own: str, other: str) -> str:
+        """The mixture's second pass: an agent's own earlier attempt, then the other agent's.
+        The toy reads them as two "R:" lines, own first (the two-attempt prompts its base
+        was trained on)."""
         if self.style == "toy":
-            return toy_with_attempts(problem["prompt"], attempts)
-        shown = [f"Attempt {i}:\n{self.sanitize(a).strip() or CHAT_EMPTY_ATTEMPT}" for i, a in enumerate(attempts, 1)]
-        return self._chat(CHAT_WITH_ATTEMPTS.format(question=chat_question(problem), count=len(attempts),
-                                                    attempts="\n\n".join(shown)))
+            return toy_with_attempts(problem["prompt"], [own, other])
+        own, other = (self.sanitize(a).strip() or CHAT_EMPTY_ATTEMPT for a in (own, other))
+        return self._chat(CHAT_REFINE.format(question=chat_question(problem), own=own, other=other))

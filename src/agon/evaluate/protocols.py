@@ -10,12 +10,16 @@ Protocols:
   single      one pass of one policy on the plain prompt
   cascade     first policy drafts, second answers after reading summary(draft)
               (also self-refine and the GRPO self-cascade: the same policy twice)
-  moa         mixture of agents, one layer (untrained in the paper): two independent
-              proposals of one policy on the plain prompt, then one final pass of
-              the same policy that reads BOTH proposals' summaries and answers;
-              the final pass is scored, every stage's tokens are counted. Our
-              reading of the paper's "two base samples critique each other": both
-              samples reach the scored answer (a cascade would pass on only one)
+  moa         the paper's two-agent mixture layer ("each model reads the other's
+              attempt and refines its own output, at the same two-pass budget";
+              untrained in the paper: both agents are the base): agents P and Q
+              answer the plain prompt (s1, s2), then P refines its own attempt
+              after reading Q's: its second pass reads summary(s1) as its own
+              earlier attempt and summary(s2) as the other agent's. That pass is
+              scored; s1, s2 and it are recorded and counted (Q's own refinement
+              is never scored, so it is not sampled). Ours: the paper does not
+              say whether an agent rereads its own draft whole; like a rival's,
+              its reasoning trace is left out (the summary), which bounds the prompt.
 Policies are adapter names, or None for the bare base model.
 """
 
@@ -74,14 +78,14 @@ def run(protocol: str, policies: list, problems: list[dict], sample, fmt, grader
         return [_record(p, [_stage(first, d, p, grader), _stage(second, a, p, grader)])
                 for p, d, a in zip(problems, drafts, answers)]
     if protocol == "moa":
-        (policy,) = policies
+        agent, other = policies
         plain = [fmt.plain(p) for p in problems]
-        first = sample(policy, plain, 0)
-        second = sample(policy, plain, 1)
-        final = sample(policy, [fmt.with_attempts(p, [prompts.summary(a.text), prompts.summary(b.text)])
-                                for p, a, b in zip(problems, first, second)], 2)
-        return [_record(p, [_stage(policy, c, p, grader) for c in stages])
-                for p, *stages in zip(problems, first, second, final)]
+        own = sample(agent, plain, 0)
+        theirs = sample(other, plain, 1)
+        refined = sample(agent, [fmt.refining(p, prompts.summary(a.text), prompts.summary(b.text))
+                                 for p, a, b in zip(problems, own, theirs)], 2)
+        return [_record(p, [_stage(agent, a, p, grader), _stage(other, b, p, grader), _stage(agent, c, p, grader)])
+                for p, a, b, c in zip(problems, own, theirs, refined)]
     raise ValueError(f"unknown protocol {protocol!r}; known: {PROTOCOLS}")
 
 

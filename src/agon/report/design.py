@@ -60,15 +60,15 @@ def classify_evaluation(ev: dict, methods: dict) -> tuple[str, str] | None:
     policies = ev["policies"]
     if ev["protocol"] == "moa":
         return "inference control", ("untrained " if method is None else "") + \
-            "mixture of agents: two samples, then a final pass that reads both summaries"
+            "mixture of agents: two agents answer, then one refines its own attempt after reading the other's"
     if method is None and ev["protocol"] == "single":
         return "reference", "the untrained base, one pass"
     if method is None:
         return "inference control", f"the untrained base, {ev['protocol']}"
     kind = kind_of(method["kind"])
-    if ev["protocol"] == "cascade" and len(set(policies)) == 1 and kind.deploys == "single":
+    if ev["protocol"] == "cascade" and len(set(policies)) == 1 and kind.deployment(method) == "single":
         return "inference control", "two-pass self-cascade: the trained policy refines its own first pass"
-    if ev["protocol"] == "single" and kind.deploys == "cascade" and len(kind.adapters(method)) == 2:
+    if ev["protocol"] == "single" and kind.deployment(method) == "cascade" and len(kind.adapters(method)) == 2:
         return "inference control", f"adapter {policies[0]} of the {ev['method']} pair alone, plain prompt"
     return None
 

@@ -27,6 +27,10 @@ A table spec (config `tables.<name>`, completed by workflow/rules/common.smk):
 
 Columns (csv; ours as fractions, the paper's in percent as published):
 
+  n_rival_correct, mean_length_rival_correct   on a cascade row: how many drafts were
+                   correct, and the challenger's (final stage's) mean length on those problems,
+                   beside its mean over all problems (`mean_length`): the paper's Sec. 5.5 says
+                   a challenger that read a correct draft writes less than its stage's mean.
   selected         for a pick row (a pair's better cascade direction): which
                    evaluation was chosen, and on which split. `<name>` is chosen
                    on the validation split (ours); `<name> (post hoc)` on the
@@ -55,7 +59,7 @@ from . import reported as reported_mod
 
 ABSENT = "absent at this scale"
 COLUMNS = ["method", "model", "benchmark", "seed", "k", "n", "pass_at_1", "ci_low", "ci_high",
-           "mean_length", "mean_total_tokens", "selected", "diff_vs_baseline", "p_vs_baseline",
+           "mean_length", "mean_total_tokens", "n_rival_correct", "mean_length_rival_correct", "selected", "diff_vs_baseline", "p_vs_baseline",
            "seed_std", "seed_min", "seed_max", "status"]
 PAPER_FIELDS = ["pass_at_1", "ci_low", "ci_high", "mean_length", "delta_vs_grpo"]
 
@@ -121,11 +125,16 @@ def summarize(records: list[dict]) -> dict:
     n = len(records)
     k = sum(int(r["correct"]) for r in records)
     low, high = clopper_pearson(k, n)
-    return {
+    out = {
         "k": k, "n": n, "pass_at_1": k / n, "ci_low": low, "ci_high": high,
         "mean_length": sum(r["final_length"] for r in records) / n,
         "mean_total_tokens": sum(r["total_tokens"] for r in records) / n,
     }
+    if all(len(r["stages"]) == 2 for r in records):  # a cascade: the final stage read the first
+        after_correct = [r["final_length"] for r in records if r["stages"][0]["correct"]]
+        out["n_rival_correct"] = len(after_correct)
+        out["mean_length_rival_correct"] = sum(after_correct) / len(after_correct) if after_correct else None
+    return out
 
 
 def index_records(paths: list[str], splits: dict[str, str] | None = None) -> dict[tuple, list[dict]]:
@@ -230,7 +239,17 @@ def seed_mean_row(per_seed: list[dict]) -> dict:
             "pass_at_1": agg["mean"], "ci_low": max(0.0, low), "ci_high": min(1.0, high),
             "seed_std": agg["std"], "seed_min": agg["min"], "seed_max": agg["max"],
             "mean_length": mean("mean_length"), "mean_total_tokens": mean("mean_total_tokens"),
+            **_rival_length_mean(per_seed),
             "_paper_method": first["_paper_method"], "_seed_values": agg["values"]}
+
+
+def _rival_length_mean(per_seed: list[dict]) -> dict:
+    """A cascade's length after a correct draft over seeds: pooled over every such problem."""
+    if any("n_rival_correct" not in r for r in per_seed):
+        return {}
+    n = sum(r["n_rival_correct"] for r in per_seed)
+    total = sum(r["n_rival_correct"] * r["mean_length_rival_correct"] for r in per_seed if r["n_rival_correct"])
+    return {"n_rival_correct": n, "mean_length_rival_correct": total / n if n else None}
 
 
 def _add_baseline_tests(rows: list[dict], baseline: str | None) -> None:
@@ -333,6 +352,12 @@ def display(spec: dict, rows: list[dict]) -> tuple[list[str], list[str], list[li
          lambda r: "" if r.get("seed_std") is None else
          f"{_pct(r['seed_std'])} / {_pct(r['seed_min'])}-{_pct(r['seed_max'])}"),
         ("selected", "direction chosen", "l", lambda r: r.get("selected") or ""),
+    ]
+    if spec.get("rival_length"):  # Sec. 5.5's claim, beside the row's mean length
+        optional.append(("mean_length_rival_correct", "length after a correct draft (n)", "r",
+                         lambda r: "" if r.get("n_rival_correct") is None else
+                         f"{_num(r.get('mean_length_rival_correct'))} ({r['n_rival_correct']})"))
+    optional += [
         ("diff_vs_baseline", f"Δ vs {baseline} (pp)", "r",
          lambda r: "" if r.get("diff_vs_baseline") is None else f"{100 * r['diff_vs_baseline']:+.1f}"),
         ("p_vs_baseline", f"p vs {baseline}", "r",
@@ -370,9 +395,15 @@ def notes(spec: dict, rows: list[dict]) -> list[str]:
                    f"{', '.join(paper_tables(spec))}), printed beside ours for reference: the toy "
                    "world is not expected to match them.")
     if spec.get("picks"):
-        out.append("A pair's row uses the cascade direction with the better pass@1 on the "
+        out.append("A pair's row uses the cascade direction (a single-pass pair: the adapter) with "
+                   "the better pass@1 on the "
                    f"{spec.get('select_on', 'validation')} split; `(post hoc)` rows pick it on the "
                    "reported benchmark itself, as the paper did, and are optimistic by construction.")
+    if spec.get("rival_length"):
+        out.append("length after a correct draft: the challenger's (final stage's) mean length on the "
+                   "problems whose draft was correct, and how many; the paper (Sec. 5.5) says it is "
+                   "below the challenger stage's mean over all problems (`mean length`). Single-pass "
+                   "rows have no draft.")
     if spec.get("unisolated_code"):
         out.append("Code was graded with rlimits alone, WITHOUT the sandbox's isolation "
                    "(config `sandbox.isolation: rlimits`): programs could read and reach what the user can.")

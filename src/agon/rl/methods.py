@@ -148,7 +148,10 @@ class MethodKind:
     knobs     {key: JSON schema} of the method's keys beyond `kind` and `group_size`
     required  the knobs a method of this kind must set
     adapters  method -> the adapter names it trains ("A", or "A" and "B")
-    deploys   "single" (one pass of its policy) or "cascade" (a draft, then a pass that reads it)
+    deploys   how a trained method is evaluated as its own table row: "single" (one pass of its
+              policy on the plain prompt) or "cascade" (a draft, then a pass that reads it), or a
+              callable method -> either (a pair deploys as it trained: a cascade only when its
+              challenger read the draft; see `deployment`)
     classify  method -> (Table 1 role, competition, exchange, qualifiers): role "2x2 cell" with
               "competition" / "no competition" and "exchange" / "no exchange", or another role
               (e.g. "training control") with None for both; qualifiers are printed beside its name
@@ -157,9 +160,13 @@ class MethodKind:
     step: Callable
     adapters: Callable[[dict], tuple[str, ...]]
     classify: Callable[[dict], tuple[str, str | None, str | None, list[str]]]
-    deploys: str
+    deploys: str | Callable[[dict], str]
     knobs: dict = field(default_factory=dict)
     required: tuple[str, ...] = ()
+
+    def deployment(self, method: dict) -> str:
+        """The protocol of `method`'s own table row: "single" or "cascade"."""
+        return self.deploys(method) if callable(self.deploys) else self.deploys
 
 
 def _classify_pair(m: dict) -> tuple[str, str | None, str | None, list[str]]:
@@ -185,7 +192,10 @@ KINDS: dict[str, MethodKind] = {
     "grpo": MethodKind(step=grpo, adapters=lambda m: ("A",), deploys="single",
                        classify=lambda m: ("2x2 cell", "no competition", "no exchange", [])),
     "pair": MethodKind(
-        step=pair, deploys="cascade", classify=_classify_pair,
+        # A challenger trained on the plain prompt (shared or hidden rival) never read a draft:
+        # its row is one pass, with no draft to read (paper, Table 3 and Table 7's caption).
+        step=pair, deploys=lambda m: "cascade" if m["exchange"] == "visible" else "single",
+        classify=_classify_pair,
         adapters=lambda m: ("A",) if m.get("roles") == "self" else ("A", "B"),
         knobs={"mode": {"enum": ["coop", "adv", "margin"]}, "exchange": {"enum": ["visible", "hidden", "shared"]},
                "roles": {"enum": ["rotate", "fixed", "self"]}, "gamma": {"type": "number", "minimum": 0}},
