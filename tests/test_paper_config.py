@@ -35,7 +35,7 @@ def config():
 
 @pytest.fixture(scope="module")
 def dry_run(tmp_path_factory):
-    proc = snakemake(tmp_path_factory.mktemp("paper"), "-n")
+    proc = snakemake(tmp_path_factory.mktemp("paper"), "-n", "-p")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
     return proc.stdout + proc.stderr
 
@@ -59,7 +59,7 @@ def test_paper_settings(config):
     assert (t["lr"], t["warmup_ratio"], t["epochs"], t["lam"], t["beta"], t["lora"]["rank"]) == (5e-5, 0.1, 1, 0.5, 0, 16)
     for stage in ("train", "eval"):
         assert (s[stage]["temperature"], s[stage]["top_p"]) == (0.6, 0.95)
-        assert s[stage]["max_new_tokens"] == 8192  # "a few k" (ours; the paper gives no number)
+        assert s[stage]["max_new_tokens"] == 16384  # unspecified in the paper; see the cap test below
     methods = config["methods"]
     assert methods["grpo"]["group_size"] == 16
     assert all(m["group_size"] == 8 for k, m in methods.items() if m["kind"] == "pair")
@@ -113,9 +113,10 @@ def test_dry_run_plans_every_job_quietly(config, dry_run):
     for rule, fields in jobs:
         if rule in res:
             for key, value in res[rule].items():
-                assert f"{key}={value}" in fields["resources"], (rule, key, fields["resources"])
+                if key != "min_gpu_gib":  # per model (the test below)
+                    assert f"{key}={value}" in fields["resources"], (rule, key, fields["resources"])
     for line in dry_run.splitlines():
-        if not re.match(r"^\s+(input|output|log|reason|wildcards|resources):", line):
+        if not re.match(r"^\s+(input|output|log|reason|wildcards|resources):|Shell command: ", line):
             assert not ALARMING.search(line), line
 
 
@@ -139,3 +140,144 @@ def test_the_resource_arithmetic_beside_paper_yaml_is_the_scripts():
                            ("as share of the GPU", "trainer peak, share of GPU")):
         line = next(ln for ln in paper if comment in ln)
         assert re.findall(r"\d+\.\d+", line)[:3] == rows[label], (label, line)
+
+
+def job_specs(log: str, command: str) -> list[dict]:
+    """The --spec of every `agon <command>` job the dry run prints (-p)."""
+    import json
+
+    return [json.loads(m) for m in re.findall(rf"agon {command} --spec '(.*?)'", log)]
+
+
+def test_the_dry_run_plans_each_row_with_the_papers_protocol(dry_run):
+    """Single pass for the shared and hidden rival (no draft to read), the two-agent MoA, and
+    every pair with exchange, fixed roles included, as a cascade in both directions."""
+    planned = {}
+    for spec in job_specs(dry_run, "evaluate"):
+        if spec["model"] == "qwen3-0.6b" and spec["seed"] == 0:
+            planned.update(spec["evaluations"])
+    for rival in ("shared_rival", "hidden_rival"):
+        assert {k: v for k, v in planned.items() if k.startswith(rival)} == {
+            f"{rival}_a": {"method": rival, "protocol": "single", "policies": ["A"]},
+            f"{rival}_b": {"method": rival, "protocol": "single", "policies": ["B"]}}
+    assert planned["moa"] == {"method": None, "protocol": "moa", "policies": [None, None]}
+    for pair in ("coop", "agon", "margin", "fixed_roles", "length_tiebreak"):
+        assert planned[f"{pair}_ab"]["policies"] == ["A", "B"] and planned[f"{pair}_ba"]["policies"] == ["B", "A"]
+        assert planned[f"{pair}_ab"]["protocol"] == planned[f"{pair}_ba"]["protocol"] == "cascade"
+
+
+def test_jobs_get_their_gpu_share_and_the_gpu_memory_their_model_needs(config, dry_run):
+    """An evaluation's engine has its GPU alone; a train job's shares it with the trainer. A model's
+    own min_gpu_gib reaches its train jobs' Slurm resources and their specs."""
+    share = {c: {s["generation"]["gpu_memory_utilization"] for s in job_specs(dry_run, c)} for c in ("train", "evaluate")}
+    assert share == {"train": {0.35}, "evaluate": {0.9}}
+    assert all("eval_gpu_memory_utilization" not in s["generation"] for c in ("train", "evaluate")
+               for s in job_specs(dry_run, c))
+    need = {s["base_path"].split("/")[-2]: s["min_gpu_gib"] for s in job_specs(dry_run, "train")}
+    assert need == {"qwen3-0.6b": 40, "qwen3-1.7b": 48, "qwen3-4b": 80, "qwen3.5-2b": 80, "gemma-4-e4b": 80,
+                    "qwen3-1.7b-code": 40}
+    for rule, fields in job_blocks(dry_run):
+        if rule == "train":
+            model = re.search(r"results/paper/train/([^/]+)/", fields["output"]).group(1)
+            assert f"min_gpu_gib={need[model]}" in fields["resources"], (model, fields["resources"])
+
+
+def test_the_completion_cap_can_produce_the_papers_mean_lengths(config):
+    """Every mean length the paper reports is at most half the cap (a mean near the cap would mean
+    nearly every completion was cut off, with no answer), and the context holds a challenger's row."""
+    import yaml
+
+    reported = yaml.safe_load((ROOT / "config" / "reported.yaml").read_text())
+    lengths = [cell["mean_length"] for table in reported["tables"].values()
+               for benches in table["results"].values() for rows in benches.values()
+               for cell in rows.values() if cell.get("mean_length")]
+    assert max(lengths) == 8100
+    for stage in ("train", "eval"):
+        cap = config["sampling"][stage]["max_new_tokens"]
+        assert cap >= 2 * max(lengths), (stage, cap)
+    cap = config["sampling"]["train"]["max_new_tokens"]
+    # the longest row: a ~1k-token question, a rival summary of up to one cap, the completion
+    assert config["generation"]["max_model_len"] >= 1024 + 2 * cap
+
+
+# Keys whose value the paper does not state (PAPER.md): their comment may not be labelled `paper`.
+UNSTATED = {
+    "seeds", "threads", "precision", "device",
+    "generation.dtype", "generation.gpu_memory_utilization", "generation.eval_gpu_memory_utilization",
+    "generation.sleep_during_loss", "generation.max_model_len", "generation.enable_prefix_caching",
+    "datasets.deepmath_hard.seed", "datasets.deepmath_hard.validation", "datasets.deepmath_hard.train",
+    "datasets.deepmath_hard.options.difficulty_match", "datasets.gsm8k.seed", "datasets.gsm8k.heldout",
+    "datasets.math500.seed", "datasets.codecontests_easy.seed", "datasets.codecontests_easy.heldout",
+    "datasets.codecontests_easy.validation", "datasets.codecontests_easy.train",
+    "datasets.codecontests_easy.options.split", "datasets.codecontests_easy.options.difficulties",
+    "datasets.codecontests_easy.options.drop_file_io",
+    "train.problems_per_step", "train.weight_decay", "train.max_grad_norm", "train.loss_type",
+    "train.clip_low", "train.clip_high", "train.beta", "train.adapter_a_init_sigma", "train.checkpoint_every",
+    "train.snapshot_every", "train.loss_micro_batch_tokens", "train.gradient_checkpointing",
+    "train.gpu_memory_fraction", "train.lora.alpha", "train.lora.target_modules",
+    "sampling.train", "sampling.eval", "methods.hidden_rival",
+}
+# Sections whose every setting carries a label.
+LABELLED = ("seeds", "threads", "precision", "device", "generation.", "datasets.", "train.", "sampling.", "methods.")
+LABEL = re.compile(r"^(paper|ours|unspecified)\b(?:\s*\(([^)]*)\))?\s*:")
+WHERE = re.compile(r"^(Method|Setup|Table [1-8]|Eq\. [1-3]|Algorithm 1|Sec\. 5\.[56]|Figure 7[ab])(, .+)?$")
+
+
+def settings_with_comments(text: str) -> list[tuple[str, str, int]]:
+    """(dotted key, its label comment, line number) for every leaf setting of a block-style YAML
+    file: the comment on its line, else the comment block right above it."""
+    out, stack, above = [], [], []
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            above.append(stripped.lstrip("#").strip())
+            continue
+        m = re.match(r"^(\s*)([\w.-]+):\s*(.*)$", line)
+        if not m:
+            above = []
+            continue
+        indent, key, rest = len(m.group(1)), m.group(2), m.group(3)
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        path = ".".join([k for _, k in stack] + [key])
+        value, _, comment = rest.partition(" #")
+        if value.strip().startswith("#"):
+            value, comment = "", value.strip()[1:]
+        if value.strip():
+            labelled = [c for c in [comment.strip(), *reversed(above)] if LABEL.match(c)]
+            out.append((path, labelled[0] if labelled else "", number))
+        else:
+            stack.append((indent, key))
+        above = []
+    return out
+
+
+def test_every_paper_label_is_a_setting_the_paper_states_with_its_section():
+    settings = settings_with_comments(PAPER.read_text())
+    paths = {p for p, _, _ in settings}
+    assert "train.beta" in paths and "sampling.train" in paths and "datasets.deepmath_hard.train" in paths
+    assert UNSTATED <= paths, f"listed but not in paper.yaml: {sorted(UNSTATED - paths)}"
+    problems = []
+    for path, comment, number in settings:
+        if not (path in LABELLED[:4] or path.startswith(LABELLED[4:])):
+            continue
+        m = LABEL.match(comment)
+        if not m:
+            problems.append(f"line {number} {path}: no `paper (where):`, `unspecified:` or `ours:` label")
+        elif m.group(1) == "paper" and path in UNSTATED:
+            problems.append(f"line {number} {path}: labelled paper, but the paper does not state it")
+        elif m.group(1) == "paper" and not WHERE.match(m.group(2) or ""):
+            problems.append(f"line {number} {path}: `paper` needs where the paper says it, e.g. (Setup)")
+    assert not problems, "\n".join(problems)
+    # no bare `paper:` claim anywhere in a comment: each names its section
+    bare = [n for n, line in enumerate(PAPER.read_text().splitlines(), 1)
+            if "#" in line and re.search(r"\bpaper:", line.split("#", 1)[1], re.I)]
+    assert not bare, f"lines {bare}: a bare `paper:` label"
+
+
+def test_the_label_check_catches_a_paper_label_on_an_unstated_key():
+    text = "train:\n  beta: 0.0   # paper (Setup): KL omitted\n  lr: 0.1  # paper (Setup): 5e-5\n"
+    (beta, b_comment, _), (lr, lr_comment, _) = settings_with_comments(text)
+    assert (beta, lr) == ("train.beta", "train.lr") and beta in UNSTATED and LABEL.match(b_comment).group(1) == "paper"
+    block = "train:\n  # unspecified: why\n  # more\n  beta: 0.0\n"
+    assert settings_with_comments(block) == [("train.beta", "unspecified: why", 4)]

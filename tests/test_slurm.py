@@ -77,6 +77,45 @@ def test_rules_request_gpus_with_the_name_the_plugin_reads():
     assert not (set(resources.DEFAULTS) & LOCAL_RULES), "local rules never become jobs; resources there mislead"
 
 
+def test_a_models_own_resources_merge_over_its_familys_for_its_jobs_only():
+    from types import SimpleNamespace
+
+    from agon import resources
+
+    config = {"resources": {"train": {"runtime": 5, "min_gpu_gib": 40}},
+              "models": {"small": {}, "big": {"resources": {"train": {"min_gpu_gib": 80, "constraint": "a100_80"}}}}}
+    assert resources.for_job(config, "train", "small") == {**resources.DEFAULTS["train"], "runtime": 5, "min_gpu_gib": 40}
+    assert resources.for_job(config, "train", "big")["min_gpu_gib"] == 80
+    rule = resources.for_rule(config, "train")
+    assert rule["runtime"] == 5 and rule["gpu"] == 1  # the same for every model: a value
+    for model, gib, constraint in (("small", 40, None), ("big", 80, "a100_80")):
+        job = SimpleNamespace(model=model)
+        assert rule["min_gpu_gib"](job) == gib and rule["constraint"](job) == constraint  # None: not requested
+    assert resources.for_rule(config, "evaluate") == resources.DEFAULTS["evaluate"]
+    with pytest.raises(ValueError, match=r"models.big.resources.train.gpus: .* write `gpu: N`"):
+        resources.for_job({"models": {"big": {"resources": {"train": {"gpus": 1}}}}}, "train", "big")
+
+
+def test_a_job_on_a_gpu_smaller_than_its_model_needs_is_refused_with_the_key():
+    from agon.resources import gpu_memory_problem
+
+    assert gpu_memory_problem(None, 40 * 2**30, "A100-40GB") is None
+    assert gpu_memory_problem(80, int(79.2 * 2**30), "H100 80GB HBM3") is None  # an 80 GB card's report
+    problem = gpu_memory_problem(80, int(39.4 * 2**30), "A100-SXM4-40GB")
+    assert "needs a GPU with 80 GiB (resources min_gpu_gib" in problem and "A100-SXM4-40GB with 39.4 GiB" in problem
+
+
+def test_evaluation_jobs_read_their_own_engine_share():
+    from agon.resources import job_generation
+
+    config = {"generation": {"backend": "vllm", "gpu_memory_utilization": 0.35, "eval_gpu_memory_utilization": 0.9}}
+    assert job_generation(config, "train") == {"backend": "vllm", "gpu_memory_utilization": 0.35}
+    for family in ("evaluate", "curve"):
+        assert job_generation(config, family) == {"backend": "vllm", "gpu_memory_utilization": 0.9}
+    plain = {"generation": {"backend": "vllm", "gpu_memory_utilization": 0.5}}
+    assert job_generation(plain, "evaluate") == plain["generation"] and job_generation({}, "train") is None
+
+
 def test_cheap_rules_are_local():
     rules = "".join(p.read_text() for p in (ROOT / "workflow" / "rules").glob("*.smk"))
     local = set()

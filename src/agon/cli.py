@@ -49,7 +49,15 @@ def _device(spec: dict, what: str) -> tuple[str, dict]:
 
     gpu = require_gpu(what)
     _log(f"GPU: {gpu['name']} (driver {gpu['driver']}, torch {gpu['torch']} for CUDA {gpu['torch_cuda']})")
-    return device, {"type": "cuda", **gpu}
+    import torch
+
+    from .resources import gpu_memory_problem
+
+    total = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
+    problem = gpu_memory_problem(spec.get("min_gpu_gib"), total, gpu["name"])
+    if problem:
+        raise SystemExit(f"agon {what}: {problem}")
+    return device, {"type": "cuda", **gpu, "memory_gib": round(total / 2**30, 1)}
 
 
 def cmd_prepare(args) -> None:

@@ -8,6 +8,13 @@ reads (slurm_partition, gpu_model, cpus_per_task, ...). A config key replaces
 the default of that key only. prepare, fetch_model, table and the figures are
 localrules and take no resources.
 
+A model may ask for more than the family's resources: `models.<m>.resources.<family>`
+merges over `resources.<family>` for that model's jobs (e.g. the 4B trainer's GPU). Its
+`min_gpu_gib` also travels in the job's spec, and a CUDA job on a smaller GPU stops at
+its start, saying so (agon.cli), instead of running out of memory hours later. Slurm
+itself knows no GPU memory request: name a GPU type or feature your cluster has
+(`gpu_model`, `constraint`) beside it.
+
 Locally (`snakemake --cores N` without `--resources`), these resources limit
 nothing; `--resources gpu=1` would serialise the GPU jobs on a one-GPU machine.
 """
@@ -25,12 +32,54 @@ DEFAULTS: dict[str, dict] = {
 }
 
 
-def for_rule(config: dict, family: str) -> dict:
-    """The snakemake resources of rule family `family` under `config`."""
+def _checked(where: str, resources: dict) -> dict:
+    if "gpus" in resources:
+        raise ValueError(f"{where}.gpus: the Slurm plugin ignores `gpus` (no GPU is requested); write `gpu: N`")
+    return resources
+
+
+def for_job(config: dict, family: str, model: str | None = None) -> dict:
+    """The snakemake resources of one job of rule family `family` (for `model`'s jobs: with
+    `models.<model>.resources.<family>` over the family's)."""
     if family not in DEFAULTS:
         raise ValueError(f"no resource defaults for rule family {family!r} (known: {', '.join(DEFAULTS)})")
-    own = (config.get("resources") or {}).get(family) or {}
-    if "gpus" in own:
-        raise ValueError(f"resources.{family}.gpus: the Slurm plugin ignores `gpus` (no GPU is requested); "
-                         "write `gpu: N`")
-    return {**DEFAULTS[family], **own}
+    own = _checked(f"resources.{family}", (config.get("resources") or {}).get(family) or {})
+    models = config.get("models") or {}
+    per_model = (models.get(model, {}).get("resources") or {}).get(family) or {} if model else {}
+    return {**DEFAULTS[family], **own, **_checked(f"models.{model}.resources.{family}", per_model)}
+
+
+def for_rule(config: dict, family: str) -> dict:
+    """The snakemake resources of rule family `family`: a value where every model's jobs
+    agree, else a function of the job's `model` wildcard (None: not requested for it)."""
+    jobs = {m: for_job(config, family, m) for m in (config.get("models") or {})} or {None: for_job(config, family)}
+    out = {}
+    for key in dict.fromkeys(k for r in jobs.values() for k in r):
+        values = {m: r.get(key) for m, r in jobs.items()}
+        if len(set(map(repr, values.values()))) == 1:
+            out[key] = next(iter(values.values()))
+        else:
+            out[key] = lambda wc, values=values: values[wc.model]
+    return out
+
+
+def job_generation(config: dict, family: str) -> dict | None:
+    """The `generation` section as a job of `family` reads it. An evaluation or curve job's engine
+    has its GPU alone (no trainer beside it): `eval_gpu_memory_utilization`, when set, is its
+    share instead of `gpu_memory_utilization` (the train job's, beside the trainer)."""
+    generation = config.get("generation")
+    if generation is None:
+        return None
+    out = {k: v for k, v in generation.items() if k != "eval_gpu_memory_utilization"}
+    if family in ("evaluate", "curve") and "eval_gpu_memory_utilization" in generation:
+        out["gpu_memory_utilization"] = generation["eval_gpu_memory_utilization"]
+    return out
+
+
+def gpu_memory_problem(min_gib: float | None, total_bytes: int, gpu_name: str) -> str | None:
+    """Why a GPU of `total_bytes` cannot run a job that needs `min_gib` GiB (None: it can)."""
+    if min_gib is None or total_bytes >= min_gib * 2**30 * 0.97:  # an "80 GB" card reports ~79.2 GiB
+        return None
+    return (f"the job needs a GPU with {min_gib:g} GiB (resources min_gpu_gib, config models.<model>.resources), "
+            f"but got {gpu_name} with {total_bytes / 2**30:.1f} GiB: ask Slurm for a larger GPU "
+            "(gpu_model or constraint beside min_gpu_gib; docs/cluster.md)")

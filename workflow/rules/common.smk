@@ -160,10 +160,17 @@ def job_env(wc=None):
     return GPU_ENV if config.get("generation", {}).get("backend") == "vllm" else CPU_ENV
 
 
-def compute_spec():
-    """Where and how a job computes: the `generation` section and `device`, each when the config
-    has it (absent: the transformers backend; device auto, src/agon/device.py)."""
-    return {k: config[k] for k in ("generation", "device") if k in config}
+def compute_spec(family, model):
+    """Where and how a job computes: the `generation` section as its family reads it and `device`,
+    each when the config has it (absent: the transformers backend; device auto, src/agon/device.py),
+    and the GPU memory the model's jobs need, when set (src/agon/resources.py)."""
+    from agon.resources import for_job, job_generation
+
+    spec = {"generation": job_generation(config, family)} if "generation" in config else {}
+    if "device" in config:
+        spec["device"] = config["device"]
+    min_gib = for_job(config, family, model).get("min_gpu_gib")
+    return {**spec, **({"min_gpu_gib": min_gib} if min_gib is not None else {})}
 
 
 def rule_resources(family):
@@ -199,7 +206,7 @@ def train_spec(wc):
         "seed": int(wc.seed),
         "threads": config["threads"],
         "precision": config["precision"],
-        **compute_spec(),
+        **compute_spec("train", wc.model),
         # only when set, so that the jobs of a config without loggers keep their params
         # (files under results/<run>/loggers/: not declared outputs, like checkpoints)
         **({"loggers": config["loggers"], "run_name": f"{RUN}/{wc.model}/{wc.method}/seed{wc.seed}",
@@ -256,7 +263,7 @@ def eval_spec(wc, input, output):
         "seed": int(wc.seed),
         "threads": config["threads"],
         "precision": config["precision"],
-        **compute_spec(),
+        **compute_spec("evaluate", wc.model),
     })
 
 
@@ -501,6 +508,6 @@ def curve_spec(wc, input, output):
         "sampling": model_sampling(wc.model, "eval"),
         "threads": config["threads"],
         "precision": config["precision"],
-        **compute_spec(),
+        **compute_spec("curve", wc.model),
         "out": output[0],
     })
