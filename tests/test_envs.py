@@ -42,7 +42,8 @@ VLLM_REQUIRES = {
     "jsonschema": ">=4.23.0",
 }
 GPU_OVERRIDES = {"torch": "2.14.0"}
-GPU_ADDED = {"vllm": VLLM_VERSION}
+# flash-linear-attention: Qwen3.5's linear-attention kernels for the trainer (requirements/gpu.txt)
+GPU_ADDED = {"vllm": VLLM_VERSION, "flash-linear-attention": "0.6.0"}
 # snakemake-executor-plugin-slurm>=2.7.0 requires numpy>=2.4.5; vllm 0.33.0 requires
 # mistral-common, which requires numpy<2.4 on Python < 3.13 (requirements/gpu.txt says more)
 GPU_LEFT_OUT = {"snakemake-executor-plugin-slurm"}

@@ -8,6 +8,7 @@ About 20 s.
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -281,3 +282,46 @@ def test_the_label_check_catches_a_paper_label_on_an_unstated_key():
     assert (beta, lr) == ("train.beta", "train.lr") and beta in UNSTATED and LABEL.match(b_comment).group(1) == "paper"
     block = "train:\n  # unspecified: why\n  # more\n  beta: 0.0\n"
     assert settings_with_comments(block) == [("train.beta", "unspecified: why", 4)]
+
+
+def test_qwen35_lora_covers_every_linear_layer_of_its_language_model_and_no_vision_tower(config, tmp_path):
+    """A tiny Qwen3.5 hybrid (3 Gated-DeltaNet layers, 1 full-attention layer, a vision tower),
+    saved as the hub's ForConditionalGeneration, loaded and wrapped by the project's own code
+    with paper.yaml's targets for qwen3.5-2b: every Linear of the language model but the head
+    carries both adapters; the seven Qwen3 names alone would miss all linear-attention ones."""
+    import torch
+    from transformers import Qwen3_5Config, Qwen3_5ForConditionalGeneration
+
+    from agon.config import merge
+    from agon.models import LoraPolicies, load_base
+
+    text = dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=4, num_attention_heads=4,
+                num_key_value_heads=2, head_dim=16, linear_num_key_heads=2, linear_num_value_heads=4,
+                linear_key_head_dim=16, linear_value_head_dim=16, linear_conv_kernel_dim=4,
+                max_position_embeddings=128,
+                rope_parameters=dict(rope_type="default", rope_theta=10000.0, partial_rotary_factor=0.25,
+                                     mrope_section=[1, 1, 0], mrope_interleaved=True))
+    vision = dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2, patch_size=4, spatial_merge_size=2,
+                  temporal_patch_size=2, out_hidden_size=64, num_position_embeddings=16)
+    hub_config = Qwen3_5Config(text_config=text, vision_config=vision, image_token_id=250, video_token_id=251,
+                               vision_start_token_id=252, vision_end_token_id=253)
+    assert hub_config.text_config.layer_types == ["linear_attention"] * 3 + ["full_attention"]
+    torch.manual_seed(0)
+    Qwen3_5ForConditionalGeneration(hub_config).save_pretrained(tmp_path)
+    for name in ("tokenizer.json", "tokenizer_config.json"):  # load_base reads a tokenizer too: the toy's
+        shutil.copy(ROOT / "models" / "toy" / name, tmp_path / name)
+
+    def wrapped(lora: dict) -> tuple[set[str], set[str]]:
+        base, _ = load_base(str(tmp_path))  # what every job loads: AutoModelForCausalLM
+        linears = {n for n, m in base.named_modules() if isinstance(m, torch.nn.Linear) and n != "lm_head"}
+        policies = LoraPolicies(base, ("A", "B"), lora, {"A": 0.001}, seed=0)
+        got = {n.removeprefix("base_model.model.").removesuffix(".lora_A.A")
+               for n, _ in policies.model.named_modules() if n.endswith(".lora_A.A")}
+        return linears, got
+
+    lora = merge(config["train"], config["models"]["qwen3.5-2b"].get("train", {}))["lora"]
+    linears, got = wrapped(lora)
+    assert any(".linear_attn.in_proj_qkv" in n for n in linears) and not any("visual" in n for n in linears)
+    assert got == linears and len(got) == 31
+    _, qwen3_names_only = wrapped(config["train"]["lora"])
+    assert not any(".linear_attn." in n for n in qwen3_names_only)
