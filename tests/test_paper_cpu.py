@@ -84,6 +84,23 @@ def _records(results):
         yield path, evaluation, benchmark, [json.loads(line) for line in open(path)]
 
 
+def test_every_record_has_its_protocols_stages(results, config):
+    """The shared and hidden rival in one pass, MoA's two agents and the refining pass, fixed
+    roles in both directions: as paper.yaml plans them, run end to end."""
+    stages = {"single": 1, "cascade": 2, "moa": 3}
+    seen = set()
+    for path, evaluation, _, records in _records(results):
+        ev = config["evaluations"][evaluation]
+        for r in records:
+            assert len(r["stages"]) == stages[ev["protocol"]], (path, r["id"])
+            want = ev["policies"] if ev["protocol"] != "moa" else [ev["policies"][0], ev["policies"][1],
+                                                                  ev["policies"][0]]
+            assert [s["policy"] for s in r["stages"]] == want, (path, r["id"])
+        seen.add(evaluation)
+    assert {"shared_rival_a", "shared_rival_b", "hidden_rival_a", "hidden_rival_b", "moa",
+            "fixed_roles_ab", "fixed_roles_ba"} <= seen
+
+
 def test_every_record_was_graded_by_its_sources_verifier_and_holds_its_whole_split(results, config):
     seen = set()
     for path, evaluation, benchmark, records in _records(results):
