@@ -2,7 +2,8 @@
 
 Matches TRL's GRPOTrainer for loss_type in {"grpo", "bnpo", "dr_grpo", "dapo"}
 with token-level importance sampling, optionally with the k3 KL estimator to
-a reference policy (the paper omits KL: beta = 0).
+a reference policy (beta; the paper's Eq. 1 leaves the KL out "for brevity", so
+whether it trained with one is unspecified: the configs set 0, TRL 1.16's GRPOConfig default).
 
   ratio_t = exp(logp_t - old_logp_t)
   l_t     = -min(ratio_t A, clip(ratio_t, 1 - eps_low, 1 + eps_high) A) + beta KL_t
