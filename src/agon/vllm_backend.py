@@ -151,6 +151,20 @@ def request_seeds(seed: int, n: int) -> list[int]:
     A repeated prompt gets a different seed at each position, so a group of
     identical prompts yields independent samples, and the same call (same seed,
     same prompt order) draws the same seeds again.
+
+    Seeds per request are kept on purpose, in training and evaluation (read in vLLM
+    0.33.0's wheel, not measured on a GPU). 0.33 runs its V2 GPU model runner by default
+    (vllm/config/vllm.py, use_v2_model_runner): a request's seed is one int64 in a table
+    and its noise a hash of (seed, position, token) inside the same Triton Gumbel-max
+    kernel unseeded requests use (vllm/v1/worker/gpu/sample/gumbel.py, states.py): no
+    torch.Generator, no Python loop. The one cost: a batch with any seeded request skips
+    FlashInfer's fused top-p sampler for Triton masking plus that kernel
+    (sample/sampler.py, any_explicit_seed), an estimated 1-3% of a decode step at
+    top_p < 1. Without seeds, V2 draws each request's seed from the worker's numpy RNG in
+    arrival order, and draws again when a preempted request resumes: records would depend
+    on what the engine ran before. Do not force VLLM_USE_V2_MODEL_RUNNER=0: the V1
+    runner loops over seeded rows in Python each step (v1/sample/ops/topk_topp_sampler.py,
+    random_sample) and drops FlashInfer for the whole batch.
     """
     return [derived_seed(seed, "vllm", i) for i in range(n)]
 
