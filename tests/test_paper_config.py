@@ -141,6 +141,18 @@ def test_the_resource_arithmetic_beside_paper_yaml_is_the_scripts():
                            ("as share of the GPU", "trainer peak, share of GPU")):
         line = next(ln for ln in paper if comment in ln)
         assert re.findall(r"\d+\.\d+", line)[:3] == rows[label], (label, line)
+    for label, comment in (("smallest GPU at 0.6 (GiB)", "smallest GPU at 0.6 (GiB)"),
+                           ("vLLM KV room, train (k tok)", "vLLM KV room, train (k tok)"),
+                           ("vLLM KV room, eval (k tok)", "vLLM KV room, eval (k tok)"),
+                           ("hours of generation, cap", "hours of generation per run")):
+        line = next(ln for ln in paper if comment in ln)
+        assert line.split(comment, 1)[1].split()[:3] == rows[label], (label, line)
+    need = {m: int(float(x)) for m, x in zip(("qwen3-0.6b", "qwen3-1.7b", "qwen3-4b"), rows["smallest GPU at 0.6 (GiB)"])}
+    config = load_config(PAPER)
+    for model, gib in need.items():  # each model asks for a GPU that holds its trainer
+        asked = config["models"][model].get("resources", {}).get("train", {}).get(
+            "min_gpu_gib", config["resources"]["train"]["min_gpu_gib"])
+        assert gib <= asked, (model, gib, asked)
 
 
 def job_specs(log: str, command: str) -> list[dict]:
