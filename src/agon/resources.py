@@ -44,9 +44,9 @@ def for_job(config: dict, family: str, model: str | None = None) -> dict:
     if family not in DEFAULTS:
         raise ValueError(f"no resource defaults for rule family {family!r} (known: {', '.join(DEFAULTS)})")
     own = _checked(f"resources.{family}", (config.get("resources") or {}).get(family) or {})
-    models = config.get("models") or {}
-    per_model = (models.get(model, {}).get("resources") or {}).get(family) or {} if model else {}
-    return {**DEFAULTS[family], **own, **_checked(f"models.{model}.resources.{family}", per_model)}
+    model_resources = ((config.get("models") or {}).get(model) or {}).get("resources") or {}
+    per_model = _checked(f"models.{model}.resources.{family}", model_resources.get(family) or {})
+    return {**DEFAULTS[family], **own, **per_model}
 
 
 def for_rule(config: dict, family: str) -> dict:

@@ -59,8 +59,8 @@ from . import reported as reported_mod
 
 ABSENT = "absent at this scale"
 COLUMNS = ["method", "model", "benchmark", "seed", "k", "n", "pass_at_1", "ci_low", "ci_high",
-           "mean_length", "mean_total_tokens", "n_rival_correct", "mean_length_rival_correct", "selected", "diff_vs_baseline", "p_vs_baseline",
-           "seed_std", "seed_min", "seed_max", "status"]
+           "mean_length", "mean_total_tokens", "n_rival_correct", "mean_length_rival_correct", "selected",
+           "diff_vs_baseline", "p_vs_baseline", "seed_std", "seed_min", "seed_max", "status"]
 PAPER_FIELDS = ["pass_at_1", "ci_low", "ci_high", "mean_length", "delta_vs_grpo"]
 
 
