@@ -171,9 +171,7 @@ def main() -> None:
     cells, seeds = training_cells(config), len(config.get("seeds", [0]))
     total_cap = total_mean = 0.0
     for model, methods in cells.items():
-        size = next((k for k in sizes if model.startswith(k)), None)
-        if size is None:
-            continue
+        size = config["models"][model]["paper_model"]  # the published model it runs (the code run's: 1.7B)
         total_cap += len(methods) * seeds * hours(size, per_step_cap)
         total_mean += len(methods) * seeds * hours(size, per_step_mean)
     n_cells = sum(len(m) for m in cells.values())

@@ -97,6 +97,13 @@ def test_dry_run_plans_every_job_quietly(config, dry_run):
     seeds = len(config["seeds"])
     # every (model, trained method) cell of every table and Figure 7b, per seed
     assert counts["train"] == seeds * (9 + 4 * 2 + 3)
+    # scripts/resource_arithmetic.py counts the same cells for its GPU-hour total as the workflow trains
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("resource_arithmetic", ROOT / "scripts" / "resource_arithmetic.py")
+    arithmetic = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(arithmetic)
+    assert seeds * sum(map(len, arithmetic.training_cells(config).values())) == counts["train"]
     assert counts["evaluate"] == seeds * (10 + 4 * 3 + 4)
     assert counts["fetch_model"] == len(config["models"])
     assert counts["prepare"] == len(config["datasets"])
