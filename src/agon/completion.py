@@ -1,6 +1,6 @@
 """What a generation backend returns: one module of its own, so that the backends
-(generate.py, vllm_backend.py) and the graders share it without importing each other
-or torch."""
+(generate.py, vllm_backend.py) and the graders share it (and `skipped_completion`)
+without importing each other or torch."""
 
 from __future__ import annotations
 
@@ -21,3 +21,10 @@ class Completion:
     @property
     def length(self) -> int:
         return len(self.completion_ids)
+
+
+def skipped_completion(prompt: str, prompt_ids: list[int], max_prompt_tokens: int) -> Completion:
+    """What a backend returns for a prompt that leaves no room to generate: nothing sampled,
+    graded wrong, left out of the loss, and counted (`Completion.skipped`)."""
+    return Completion(prompt, "", list(prompt_ids), [], truncated=False,
+                      skipped=f"prompt of {len(prompt_ids)} tokens, the context holds {max_prompt_tokens}")

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Callable, Protocol
 
 import torch
 
-from .completion import Completion  # re-exported: backends return it
+from .completion import Completion, skipped_completion  # noqa: F401  (re-exported: backends return them)
 
 if TYPE_CHECKING:
     from .compact import CompactQwen3
@@ -86,13 +86,6 @@ def generate(model, tokenizer, prompts: list[str], sampling: dict, seed: int, st
             prompt_ids = enc["input_ids"][row][enc["attention_mask"][row].bool()].tolist()
             out[i] = _completion(tokenizer, prompts[i], prompt_ids, gen[row, width:].tolist(), stop_ids)
     return out
-
-
-def skipped_completion(prompt: str, prompt_ids: list[int], max_prompt_tokens: int) -> Completion:
-    """What a backend returns for a prompt that leaves no room to generate: nothing sampled,
-    graded wrong, left out of the loss, and counted (`Completion.skipped`)."""
-    return Completion(prompt, "", list(prompt_ids), [], truncated=False,
-                      skipped=f"prompt of {len(prompt_ids)} tokens, the context holds {max_prompt_tokens}")
 
 
 def _completion(tokenizer, prompt: str, prompt_ids: list[int], ids: list[int],

@@ -58,7 +58,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
-from .completion import Completion
+from .completion import Completion, skipped_completion
 from .io import derived_seed
 
 CONFIG_KEY = "generation.backend: vllm"
@@ -378,8 +378,6 @@ class VllmBackend:
     def sample(self, adapter: str | None, prompts: list[str], sampling: dict, seed: int) -> list[Completion]:
         """One completion per prompt through `adapter` (None: the bare base)."""
         from vllm import SamplingParams
-
-        from .generate import skipped_completion
 
         if not prompts:
             return []
