@@ -43,7 +43,18 @@ def test_device_conflicts_and_an_oversized_memory_split_are_config_errors():
     asleep = {**base, "train": {"gpu_memory_fraction": 0.7},
               "generation": {**base["generation"], "sleep_during_loss": True}}
     assert devices.config_problems(asleep) == []
-    assert "runs on a GPU only" in devices.config_problems({**base, "device": "cpu"})[0]
+    # vLLM on a CPU: chosen explicitly, its KV cache sized in bytes, no sleep mode
+    (problem,) = devices.config_problems({**base, "device": "cpu"})
+    assert "needs generation.kv_cache_memory_bytes" in problem and "host's RAM" in problem
+    on_cpu = {**base, "device": "cpu", "train": {"gpu_memory_fraction": 0.9},  # no GPU split on a CPU
+              "generation": {**base["generation"], "kv_cache_memory_bytes": 1 << 26}}
+    assert devices.config_problems(on_cpu) == []
+    (problem,) = devices.config_problems({**on_cpu, "generation": {**on_cpu["generation"], "sleep_during_loss": True}})
+    assert problem.startswith("generation.sleep_during_loss: true, but device: cpu") and "no sleep mode" in problem
+    for bad in (0, -1, True, 1.5):
+        (problem,) = devices.config_problems({**on_cpu, "generation": {**on_cpu["generation"],
+                                                                        "kv_cache_memory_bytes": bad}})
+        assert problem.startswith("generation.kv_cache_memory_bytes: ")
     assert "samples on the CPU only" in devices.config_problems(
         {"device": "cuda", "generation": {"backend": "compact"}})[0]
     with pytest.raises(ValueError, match="device: 'tpu'"):
@@ -57,7 +68,15 @@ def test_a_config_file_with_a_device_conflict_names_the_key(tmp_path):
                                                              + str(Path("config/paper.yaml").resolve()))
     bad = tmp_path / "bad.yaml"
     bad.write_text(text.replace("  backend: transformers", "  backend: vllm"))
-    with pytest.raises(cfg.ConfigError, match=r"bad.yaml:\d+: device: cpu, but generation.backend vllm"):
+    with pytest.raises(cfg.ConfigError, match=r"bad.yaml:\d+: device: cpu with generation.backend vllm needs "
+                                              r"generation.kv_cache_memory_bytes"):
+        cfg.load(bad)
+    bad.write_text(text.replace("  backend: transformers", "  backend: vllm\n  kv_cache_memory_bytes: 1048576\n"
+                                "  sleep_during_loss: true"))
+    with pytest.raises(cfg.ConfigError, match=r"bad.yaml:\d+: generation.sleep_during_loss: true, but device: cpu"):
+        cfg.load(bad)
+    bad.write_text(text.replace("  backend: transformers", "  backend: vllm\n  kv_cache_memory_bytes: 0"))
+    with pytest.raises(cfg.ConfigError, match=r"kv_cache_memory_bytes"):
         cfg.load(bad)
 
 
@@ -77,6 +96,14 @@ def test_a_cuda_job_without_a_gpu_stops_before_any_model_loads(tmp_path, capsys,
                   "--metrics", str(tmp_path / "m"), "--checkpoint-dir", str(tmp_path / "c")])
     assert stop.value.code == 2
     assert "train job" in capsys.readouterr().err
+
+    # auto with the vLLM backend never falls back to vLLM on the CPU: it stops, and says how
+    spec = {**spec, "device": "auto", "generation": {"backend": "vllm"}}
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["train", "--spec", json.dumps(spec), "--train", "x", "--out", str(tmp_path / "a"),
+                  "--metrics", str(tmp_path / "m"), "--checkpoint-dir", str(tmp_path / "c")])
+    assert stop.value.code == 2
+    assert "set device: cpu and generation.kv_cache_memory_bytes" in capsys.readouterr().err
 
 
 def test_the_model_and_the_loss_live_on_the_configured_device(tiny_base):  # noqa: F811

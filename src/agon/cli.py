@@ -47,7 +47,7 @@ def _device(spec: dict, what: str) -> tuple[str, dict]:
         return device, {"type": "cpu"}
     from .gpu_check import require_gpu
 
-    gpu = require_gpu(what)
+    gpu = require_gpu(what + devices.why_cuda(spec))
     _log(f"GPU: {gpu['name']} (driver {gpu['driver']}, torch {gpu['torch']} for CUDA {gpu['torch_cuda']})")
     import torch
 
