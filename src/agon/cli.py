@@ -175,7 +175,7 @@ def _check_resume_key(ckpt_dir: Path, key: dict) -> None:
 def cmd_train(args) -> None:
     from . import precision
     from .evaluate.records import read_steps
-    from .generate import make_backend
+    from .generate import generation_record, make_backend
     from .models import load_for_job
     from .device import limit_trainer_memory
     from .rl.trainer import Trainer
@@ -223,7 +223,7 @@ def cmd_train(args) -> None:
     io.write_json(out / "train_summary.json", {
         "adapters": list(trainer.adapters), "steps": trainer.step, "seconds": round(time.time() - t0, 1),
         "grader": trainer.grader.counts, "precision": resolved, "sandbox": trainer.grader.mechanism,
-        "device": device, "provenance": io.provenance(spec, spec["seed"]),
+        "device": device, "generation": generation_record(spec), "provenance": io.provenance(spec, spec["seed"]),
     })
     io.share_modes(out)  # safetensors and peft write as they please
     if args.snapshots:
@@ -268,6 +268,7 @@ def cmd_evaluate(args) -> None:
     from . import precision
     from .evaluate import protocols
     from .evaluate.records import is_complete
+    from .generate import generation_record
     from .toy import pinned
     from .verify.grading import Grader
 
@@ -301,6 +302,7 @@ def cmd_evaluate(args) -> None:
     with io.atomic_dir(spec["out_dir"]) as tmp:
         shutil.copytree(resume, tmp, dirs_exist_ok=True)
         io.write_json(tmp / "provenance.json", {"summary": summary, "precision": resolved, "device": device,
+                                                "generation": generation_record(spec),
                                                 "base": pinned.identity(spec["base_path"]),  # table notes name it
                                                 "provenance": io.provenance(spec, spec["seed"])})
     shutil.rmtree(resume)

