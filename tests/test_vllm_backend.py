@@ -410,3 +410,18 @@ def test_a_vllm_built_for_another_device_than_the_config_s_is_refused(monkeypatc
                 "train": {"lora": LORA}}
         with pytest.raises(ValueError, match=f"the installed vLLM runs on {platform}"):
             make_backend(spec, None, tok, "fp32")
+
+
+def test_engine_threads_unbind_the_cpu_engine_for_its_start_only(monkeypatch):
+    """vLLM's CPU default binds every engine's worker to core 0: side-by-side jobs queued on one
+    core. Around the engine's start the worker gets the job's threads, bound to no core."""
+    monkeypatch.delenv("VLLM_CPU_OMP_THREADS_BIND", raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "7")
+    with vb.engine_threads("cpu", 1):
+        assert os.environ["VLLM_CPU_OMP_THREADS_BIND"] == "nobind" and os.environ["OMP_NUM_THREADS"] == "1"
+    assert "VLLM_CPU_OMP_THREADS_BIND" not in os.environ and os.environ["OMP_NUM_THREADS"] == "7"
+    monkeypatch.setenv("VLLM_CPU_OMP_THREADS_BIND", "0-1")  # the caller's choice stays
+    with vb.engine_threads("cpu", None):
+        assert os.environ["VLLM_CPU_OMP_THREADS_BIND"] == "0-1" and os.environ["OMP_NUM_THREADS"] == "7"
+    with vb.engine_threads("cuda", 1):  # a GPU engine: nothing changes
+        assert os.environ["OMP_NUM_THREADS"] == "7"

@@ -323,6 +323,7 @@ def make_backend(spec: dict, model, tokenizer, resolved_precision: str,
         engine, root = generation, generation.get("adapter_root")
         if adapter_dirs is not None:
             return VllmBackend.from_adapter_dirs(spec["base_path"], tokenizer, adapter_dirs, engine,
-                                                 adapter_root=root)
-        return VllmBackend(spec["base_path"], tokenizer, spec["train"]["lora"], engine, adapter_root=root)
+                                                 adapter_root=root, threads=spec.get("threads"))
+        return VllmBackend(spec["base_path"], tokenizer, spec["train"]["lora"], engine, adapter_root=root,
+                           threads=spec.get("threads"))
     raise ValueError(f"generation.backend: unknown backend {backend!r}; known: transformers, compact, vllm")

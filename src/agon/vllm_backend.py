@@ -55,6 +55,7 @@ import os
 import shutil
 import tempfile
 import weakref
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
@@ -101,6 +102,35 @@ def platform_name() -> str | None:
     except ImportError:
         return None
     return getattr(current_platform, "device_type", None)
+
+
+@contextmanager
+def engine_threads(platform: str | None, threads: int | None):
+    """Around `vllm.LLM(...)`: on vLLM's CPU platform, the engine's worker computes on `threads`
+    OpenMP threads (the job's `threads`), bound to no core.
+
+    vLLM's default (VLLM_CPU_OMP_THREADS_BIND=auto) binds every engine's worker to the same
+    core, core 0 of the first NUMA node, and reserves the others: two jobs side by side (the
+    CPU configs run two at once on 2 cores), or a test session beside a job, then queue on
+    one core, behind OpenMP's busy-waiting barriers. Measured: a SmolLM2 Agon step took 708 s
+    so. The worker process is spawned inside `LLM(...)` and inherits these variables; they are
+    restored after. A VLLM_CPU_OMP_THREADS_BIND the caller set is kept."""
+    if platform != "cpu":
+        yield
+        return
+    env = {"VLLM_CPU_OMP_THREADS_BIND": os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "nobind")}
+    if threads:
+        env["OMP_NUM_THREADS"] = str(int(threads))
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def engine_identity() -> dict:
@@ -346,13 +376,14 @@ class VllmBackend:
     engine:       extra `vllm.LLM` keyword arguments from the config, e.g.
                   {gpu_memory_utilization: 0.3, max_model_len: 4096, dtype: bfloat16}
     adapter_root: where adapter versions are written (None: /dev/shm/agon-vllm-<uid>, else temp dir)
+    threads:      on vLLM's CPU platform, the engine's OpenMP threads (`engine_threads`)
 
     Call `sync(policies)` once before the first `sample` that names an adapter
     (the trainer's initial adapters), then after every optimizer step.
     """
 
     def __init__(self, base_path, tokenizer, lora: dict, engine: dict | None = None,
-                 adapter_root: str | os.PathLike | None = None, max_loras: int = 2):
+                 adapter_root: str | os.PathLike | None = None, max_loras: int = 2, threads: int | None = None):
         import_vllm()
         from vllm import LLM
 
@@ -360,18 +391,21 @@ class VllmBackend:
 
         self.tokenizer = tokenizer
         self.eos_ids = stop_token_ids(tokenizer, base_path)
-        kwargs = engine_kwargs(base_path, int(lora["rank"]), engine or {}, max_loras, platform_name())
+        platform = platform_name()
+        kwargs = engine_kwargs(base_path, int(lora["rank"]), engine or {}, max_loras, platform)
         self.sleeps = bool(kwargs.get("enable_sleep_mode"))
         self.sleeping = False
         # vLLM refuses (VLLMValidationError) a prompt longer than its context; such a prompt
         # is skipped here instead, so one over-long rival summary cannot end a training step
         self.max_prompt_tokens = kwargs.get("max_model_len") or read_config(base_path).get("max_position_embeddings")
         self.versions = AdapterVersions(adapter_root)
-        self.llm = LLM(**kwargs)
+        with engine_threads(platform, threads):
+            self.llm = LLM(**kwargs)
 
     @classmethod
     def from_adapter_dirs(cls, base_path, tokenizer, adapter_dirs: dict[str, str | os.PathLike],
-                          engine: dict | None = None, adapter_root: str | os.PathLike | None = None):
+                          engine: dict | None = None, adapter_root: str | os.PathLike | None = None,
+                          threads: int | None = None):
         """An engine serving saved adapters (the evaluate job's `adapter_dir/<name>/`), no LoraPolicies needed.
 
         The rank comes from each adapter_config.json; the directories are read
@@ -379,7 +413,7 @@ class VllmBackend:
         """
         ranks = [adapter_rank(d) for d in adapter_dirs.values()] or [1]
         backend = cls(base_path, tokenizer, {"rank": max(ranks)}, engine, adapter_root,
-                      max_loras=max(1, len(adapter_dirs)))
+                      max_loras=max(1, len(adapter_dirs)), threads=threads)
         backend.load_saved(adapter_dirs)
         return backend
 
