@@ -1,6 +1,11 @@
 """Build the Qwen3 stand-in of config/paper_cpu.yaml: a tiny Qwen3-architecture chat model.
 
     python scripts/make_standin_model.py [--out tests/data/paper_cpu/models/qwen3-tiny]
+    python scripts/make_standin_model.py --head-dim 32 --out tests/data/paper_cpu/models/qwen3-tiny-hd32
+
+`--head-dim 32` builds the variant that vLLM's CPU attention accepts (it needs head_dim >= 32;
+config/paper_cpu_vllm.yaml reads it): 2 query heads and 1 key/value head of 32 in place of
+4 and 2 of 16, so every projection keeps its shape.
 
 What it is. A `Qwen3ForCausalLM` (2 layers, hidden size 64, ~0.2M parameters) saved in
 a hub snapshot's layout (config.json, model.safetensors, tokenizer.json,
@@ -55,6 +60,8 @@ QWEN3_STYLE_TEMPLATE = (
 ARCH = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
             num_key_value_heads=2, head_dim=16, max_position_embeddings=4096, rope_theta=10000.0,
             tie_word_embeddings=True, rms_norm_eps=1e-6)
+# vLLM's CPU attention needs head_dim >= 32: the same projections as 2 (1 key/value) heads of 32
+ARCH_HEAD_DIM_32 = {**ARCH, "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 32}
 STEPS, BATCH, LR, SEED = 700, 16, 3e-3, 20261201
 
 
@@ -127,14 +134,14 @@ def training_texts(tokenizer, n: int, seed: int) -> list[tuple[str, str]]:
     return texts
 
 
-def train(tokenizer, texts, log=print):
+def train(tokenizer, texts, log=print, arch=ARCH):
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     torch.manual_seed(SEED)
     torch.set_num_threads(1)
     config = Qwen3Config(vocab_size=len(tokenizer), bos_token_id=None, eos_token_id=tokenizer.eos_token_id,
-                         pad_token_id=tokenizer.pad_token_id, **ARCH)
+                         pad_token_id=tokenizer.pad_token_id, **arch)
     model = Qwen3ForCausalLM(config)
     eos = tokenizer.eos_token
     encoded = []
@@ -167,9 +174,10 @@ def train(tokenizer, texts, log=print):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "tests" / "data" / "paper_cpu" / "models" / "qwen3-tiny")
+    parser.add_argument("--head-dim", type=int, choices=(16, 32), default=16)
     args = parser.parse_args()
     tokenizer = build_tokenizer()
-    model = train(tokenizer, training_texts(tokenizer, 4000, SEED))
+    model = train(tokenizer, training_texts(tokenizer, 4000, SEED), arch=ARCH if args.head_dim == 16 else ARCH_HEAD_DIM_32)
     model.generation_config.do_sample = True
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id

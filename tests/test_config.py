@@ -14,7 +14,8 @@ def base_config():
     return load(ROOT / "config" / "config.yaml")
 
 
-@pytest.mark.parametrize("name", ["config.yaml", "test.yaml", "paper.yaml", "paper_cpu.yaml", "smollm2.yaml"])
+@pytest.mark.parametrize("name", ["config.yaml", "test.yaml", "paper.yaml", "paper_cpu.yaml", "smollm2.yaml",
+                                  "paper_cpu_vllm.yaml", "smollm2_vllm.yaml"])
 def test_shipped_configs_validate(name):
     load(ROOT / "config" / name)
 
