@@ -154,7 +154,7 @@ def test_an_evaluation_with_every_protocol(engine, tok, tmp_path):
     sample = protocols.make_sampler(engine, {"temperature": 0.6, "top_p": 0.95, "max_new_tokens": 48}, seed=0)
     stages = {"single": 1, "cascade": 2, "moa": 3}
     for protocol, policy in (("single", [None]), ("single", ["A"]), ("cascade", ["A", "B"]),
-                             ("cascade", ["B", "A"]), ("moa", ["A"])):
+                             ("cascade", ["B", "A"]), ("moa", ["A", "B"])):
         grader = Grader()
         records = protocols.run(protocol, policy, problems, sample, FMT, grader)
         assert [r["id"] for r in records] == [p["id"] for p in problems]
