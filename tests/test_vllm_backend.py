@@ -425,3 +425,14 @@ def test_engine_threads_unbind_the_cpu_engine_for_its_start_only(monkeypatch):
         assert os.environ["VLLM_CPU_OMP_THREADS_BIND"] == "0-1" and os.environ["OMP_NUM_THREADS"] == "7"
     with vb.engine_threads("cuda", 1):  # a GPU engine: nothing changes
         assert os.environ["OMP_NUM_THREADS"] == "7"
+
+
+def test_no_folder_on_the_test_path_passes_for_the_vllm_package():
+    """A folder named `vllm` under tests/ (pytest puts tests/ on sys.path) was an importable
+    namespace package: TRL's is_vllm_available() then read its version as "N/A" and failed, and
+    `import vllm` would have found test files instead of vLLM. The real-engine tests live in
+    tests/real_engine/."""
+    import importlib.machinery
+
+    spec = importlib.machinery.PathFinder.find_spec("vllm", sys.path)
+    assert spec is None or (spec.origin or "").endswith("__init__.py") and "site-packages" in spec.origin, spec

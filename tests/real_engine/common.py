@@ -1,4 +1,4 @@
-"""Shared by the real-engine tests (tests/vllm/): the engine settings of vLLM's CPU platform."""
+"""Shared by the real-engine tests (tests/real_engine/): the engine settings of vLLM's CPU platform."""
 
 from __future__ import annotations
 
