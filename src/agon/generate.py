@@ -284,10 +284,6 @@ def generation_record(spec: dict) -> dict:
     return {"backend": backend, **engine_identity()}
 
 
-# vLLM's `dtype` for each resolved training precision (agon.precision)
-ENGINE_DTYPES = {"bf16": "bfloat16", "fp32": "float32"}
-
-
 def make_backend(spec: dict, model, tokenizer, resolved_precision: str,
                  adapter_dirs: dict[str, str] | None = None) -> Backend:
     """The backend a job's spec asks for (`generation.backend`, default transformers).
@@ -327,7 +323,7 @@ def make_backend(spec: dict, model, tokenizer, resolved_precision: str,
         # The engine computes in the job's precision unless generation.dtype says otherwise:
         # left to "auto", vLLM 0.32's CPU platform loads an fp32 checkpoint in bf16, so an
         # fp32 run would sample from another model than the one it trains.
-        engine = {"dtype": ENGINE_DTYPES[resolved_precision], **generation}
+        engine = {"dtype": str(precision.dtype(resolved_precision)).removeprefix("torch."), **generation}
         root = generation.get("adapter_root")
         if adapter_dirs is not None:
             return VllmBackend.from_adapter_dirs(spec["base_path"], tokenizer, adapter_dirs, engine,

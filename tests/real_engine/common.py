@@ -42,18 +42,3 @@ class EngineCount:
 
         monkeypatch.setattr(vllm, "LLM", Counted)
 
-
-def snakemake(workdir: Path, config: Path, targets: list[str], timeout: int) -> None:
-    """Run the pipeline on `config` in `workdir` with this venv's snakemake and `agon` (the rules
-    call the one on PATH), on 2 cores; on failure, raise with the end of every job's log."""
-    import os
-    import subprocess
-    import sys
-
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir),
-           "--configfile", str(config), "--cores", "2", *targets]  # --configfile takes every word after it
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-    if proc.returncode != 0:
-        logs = "\n".join(f"== {p}\n{p.read_text()[-1500:]}" for p in (workdir / "results").rglob("*.log"))
-        raise AssertionError(f"snakemake failed:\n{proc.stderr[-4000:]}\n{logs[-12000:]}")

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from agon.config import load as load_config
-from common import snakemake
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "config" / "paper_cpu_vllm.yaml"
 sys.path.insert(0, str(ROOT / "tests"))
+from pipeline import run_pipeline  # noqa: E402
 import test_paper_cpu as plain  # noqa: E402  (its checks, read again on this run's files)
 
 pytestmark = pytest.mark.workflow
@@ -35,7 +35,7 @@ def config():
 def results(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("paper_cpu_vllm")
     (workdir / "tests").symlink_to(ROOT / "tests")  # the config's stand-ins, relative to the workdir
-    snakemake(workdir, CONFIG, [], timeout=3000)
+    run_pipeline(workdir, CONFIG, [], timeout=3000)
     return workdir / "results" / "paper_cpu_vllm"
 
 

