@@ -175,12 +175,72 @@ def test_saved_files_give_exactly_the_weights_of_the_peft_path(saved, tok, dtype
         from_files.sample("C", PROMPTS, GREEDY, seed=0)
 
 
+def _weights_of(fused):
+    return [fused.embed, fused.norm, fused.lm_head] + [t for layer in fused.layers for t in vars(layer).values()]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_the_compact_loss_pass_computes_with_the_weights_the_sampler_samples(saved, tok, dtype):
+    """train.loss_forward: compact: for each adapter (and the bare base) the loss's model is,
+    weight for weight, the one the compact sampler fuses, and only an adapter's carry a gradient."""
+    _, pol = saved
+    live = CompactBackend.over_model(pol.model, tok, dtype)
+    config = pol.model.get_base_model().config.to_dict()
+    for adapter in ("A", "B", None):
+        loss_model = compact.CompactQwen3(config, pol.merged_weights(adapter, dtype))
+        for a, b in zip(_weights_of(loss_model), _fused_weights(live, adapter), strict=True):
+            assert a.dtype == b.dtype == dtype
+            assert torch.equal(a.detach(), b)
+        assert loss_model.layers[0].qkv.requires_grad == (adapter is not None)
+        assert not loss_model.embed.requires_grad
+    with pytest.raises(ValueError, match="unknown adapter 'C'"):
+        pol.merged_weights("C", dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_the_loss_pass_scores_the_tokens_the_sampler_chose(saved, tok, dtype):
+    """Greedy completions of left-padded prompts of different lengths, then the loss pass over
+    prompt + completion, one sequence at once: its argmax at every completion position is the
+    token the sampler chose step by step from its KV cache (fp32: its logits too, to rounding)."""
+    from agon.rl.trainer import sequence_logps
+
+    _, pol = saved
+    backend = CompactBackend.over_model(pol.model, tok, dtype)
+    completions = backend.sample("A", PROMPTS, GREEDY, seed=0)
+    loss_model = compact.CompactQwen3(pol.model.get_base_model().config.to_dict(), pol.merged_weights("A", dtype))
+    rows = [c.prompt_ids + c.completion_ids for c in completions]
+    width, T = max(map(len, rows)), max(len(c.completion_ids) for c in completions)
+    assert T >= 8 and len({len(c.completion_ids) for c in completions}) > 1, [c.completion_ids for c in completions]
+    ids = torch.full((len(rows), width), tok.pad_token_id)
+    attention = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, r in enumerate(rows):
+        ids[i, width - len(r):], attention[i, width - len(r):] = torch.tensor(r), 1
+    positions = (attention.cumsum(-1) - 1).clamp(min=0)
+    logits = loss_model.completion_logits(ids, attention, positions, last=T + 1)[:, :-1]
+    for i, c in enumerate(completions):
+        n = len(c.completion_ids)
+        assert logits[i, T - n:].argmax(-1).tolist() == c.completion_ids
+    logp, mask = sequence_logps(loss_model, completions, 1.0, tok.pad_token_id)
+    assert logp.requires_grad and mask.sum() == sum(len(c.completion_ids) for c in completions)
+    if dtype == torch.float32:  # the first completion token's logits are the sampler's prefill logits
+        B, P = len(PROMPTS), max(len(c.prompt_ids) for c in completions)
+        prompt_ids = torch.full((B, P), tok.pad_token_id)
+        prompt_mask = torch.zeros((B, P), dtype=torch.long)
+        for i, c in enumerate(completions):
+            prompt_ids[i, P - len(c.prompt_ids):], prompt_mask[i, P - len(c.prompt_ids):] = torch.tensor(c.prompt_ids), 1
+        prompt_positions = (prompt_mask.cumsum(-1) - 1).clamp(min=0)
+        prefill = loss_model.completion_logits(prompt_ids, prompt_mask, prompt_positions, last=1)[:, 0]
+        for i, c in enumerate(completions):
+            torch.testing.assert_close(prefill[i].float(), logits[i, T - len(c.completion_ids)].float(),
+                                       atol=1e-4, rtol=1e-4)
+
+
 def test_lora_delta_is_peft_s_merge(saved):
-    from agon.generate import _lora_layers
+    from agon.models import lora_layers
     from agon.models import lora_delta
 
     _, pol = saved
-    for layer in _lora_layers(pol.model).values():
+    for layer in lora_layers(pol.model).values():
         for name in ("A", "B"):
             got = lora_delta(layer.lora_A[name].weight, layer.lora_B[name].weight, layer.scaling[name])
             assert torch.equal(got, layer.get_delta_weight(name))

@@ -35,11 +35,16 @@ def grads(trainer, adapter):
             if p.grad is not None and f".{adapter}." in n}
 
 
+@pytest.mark.parametrize("loss_forward", ["transformers", "compact"])
 @pytest.mark.parametrize("loss_type", LOSS_TYPES)
-def test_micro_batched_gradient_equals_the_one_pass_gradient(tiny_base, loss_type):  # noqa: F811
+def test_micro_batched_gradient_equals_the_one_pass_gradient(tiny_base, loss_type, loss_forward):  # noqa: F811
+    """Also for train.loss_forward: compact, against transformers + peft's one pass: its forward
+    (fused projections, the adapter merged into the weights) computes the same function, padding
+    and positions included, and its gradient reaches the adapter's A and B as peft's does."""
     torch.manual_seed(0)
-    trainer = _trainer(tiny_base, {"kind": "grpo", "group_size": 4})
-    trainer.cfg = {**TRAIN, "loss_type": loss_type}
+    trainer = _trainer(tiny_base, {"kind": "grpo", "group_size": 4}, {"loss_forward": loss_forward})
+    assert (trainer.compact_config is not None) == (loss_forward == "compact")
+    trainer.cfg = {**trainer.cfg, "loss_type": loss_type}
     completions, adv = stream()
     pad = trainer.tokenizer.pad_token_id
     temperature = trainer.sampling["temperature"]

@@ -41,11 +41,11 @@ def tiny_base(tmp_path_factory):
     return path
 
 
-def _trainer(path, method):
+def _trainer(path, method, train=None):
     from agon.models import load_base
 
     base, tok = load_base(path)
-    return Trainer(base, tok, PromptFormat("toy"), TRAIN, method, SAMPLING, seed=3)
+    return Trainer(base, tok, PromptFormat("toy"), {**TRAIN, **(train or {})}, method, SAMPLING, seed=3)
 
 
 def _states(trainer):
@@ -117,3 +117,20 @@ def test_a_checkpoint_holding_a_pickled_object_is_refused_naming_the_file(tiny_b
     (tmp_path / "c.pt").write_bytes(b"\x80\x04truncated")
     with pytest.raises(ValueError, match=r"c\.pt: not a checkpoint"):
         resumed.fit(PROBLEMS, tmp_path / "m.jsonl", tmp_path / "c.pt", log=lambda *_: None)
+
+
+def test_the_compact_loss_pass_is_refused_where_it_cannot_compute_the_loss(tiny_base):
+    """train.loss_forward: compact needs a Qwen3 the compact sampler implements, and keeps every
+    activation: each refusal names the key and the way out, before anything trains."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    with pytest.raises(ValueError, match="train.gradient_checkpointing needs train.loss_forward: transformers"):
+        _trainer(tiny_base, {"kind": "grpo", "group_size": 4},
+                 {"loss_forward": "compact", "gradient_checkpointing": True})
+    tok = build_tokenizer()
+    llama = LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=16, intermediate_size=32,
+                                         num_hidden_layers=1, num_attention_heads=2))
+    with pytest.raises(ValueError, match="train.loss_forward: compact cannot compute this model's loss: "
+                                         "model_type 'llama'.*use loss_forward: transformers"):
+        Trainer(llama, tok, PromptFormat("toy"), {**TRAIN, "loss_forward": "compact"}, {"kind": "grpo", "group_size": 4},
+                SAMPLING, seed=3)

@@ -223,6 +223,7 @@ def cmd_train(args) -> None:
     io.write_json(out / "train_summary.json", {
         "adapters": list(trainer.adapters), "steps": trainer.step, "seconds": round(time.time() - t0, 1),
         "grader": trainer.grader.counts, "precision": resolved, "sandbox": trainer.grader.mechanism,
+        "loss_forward": spec["train"].get("loss_forward", "transformers"),
         "device": device, "generation": generation_record(spec), "provenance": io.provenance(spec, spec["seed"]),
     })
     io.share_modes(out)  # safetensors and peft write as they please

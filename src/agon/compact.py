@@ -67,10 +67,11 @@ class CompactQwen3:
     """The weights of one Qwen3ForCausalLM, fused for sampling (a snapshot: rebuild after the weights change).
 
     `config` has config.json's keys; `weights` the model's state-dict names, already in
-    the sampling dtype (a tied lm_head may be absent, as save_pretrained leaves it).
+    the sampling dtype (a tied lm_head may be absent, as save_pretrained leaves it). Weights
+    that carry a gradient keep it through the fusing (the trainer's loss pass:
+    `completion_logits` over `LoraPolicies.merged_weights`).
     """
 
-    @torch.no_grad()
     def __init__(self, config: dict, weights: Mapping[str, torch.Tensor]):
         require_supported(config)
         self.heads, self.kv_heads = config["num_attention_heads"], config["num_key_value_heads"]
@@ -113,7 +114,7 @@ class CompactQwen3:
         if self.cos.shape[0] >= length:
             return
         freqs = torch.arange(length, dtype=torch.float)[:, None] * self.inv_freq[None, :]
-        emb = torch.cat([freqs, freqs], dim=-1)
+        emb = torch.cat([freqs, freqs], dim=-1).to(self.embed.device)
         self.cos, self.sin = emb.cos().to(self.dtype), emb.sin().to(self.dtype)
 
     def _rms(self, x, weight):
@@ -127,11 +128,33 @@ class CompactQwen3:
         return x * cos + rotated * sin
 
     def forward(self, ids, positions, cache, start: int, key_bias):
-        """Logits of the last position for `ids` [B, L] at `positions` [B, L].
+        """Logits (fp32) of the last position for `ids` [B, L] at `positions` [B, L].
 
         Writes keys/values to cache[layer] (keys transposed) at [start, start + L); attends to
         [0, start + L) with `key_bias` [B, 1, L, start + L] (0 or -inf-like).
         """
+        x = self._layers(ids, positions, cache, start, key_bias)
+        last = self._rms(x[:, -1], self.norm)
+        return F.linear(last, self.lm_head).float()
+
+    def completion_logits(self, ids, attention, positions, last: int):
+        """Logits (in the model's dtype) of the last `last` positions of left-padded rows `ids`
+        [B, L], in one pass with no cache: the trainer's loss (`attention` [B, L] marks real
+        tokens, `positions` count from each row's first). Autograd runs through it to whatever
+        weights carry a gradient: in training, the sampler's own weights, merged as it merges
+        them (`LoraPolicies.merged_weights`), so the loss's log-probabilities are the sampler's,
+        up to the order of float sums."""
+        L = ids.shape[1]
+        self._rope_table(int(positions.max()) + 1)
+        allowed = torch.ones((L, L), dtype=torch.bool, device=ids.device).tril()[None] & attention.bool()[:, None, :]
+        bias = torch.zeros(allowed.shape, dtype=self.dtype, device=ids.device)
+        bias = bias.masked_fill(~allowed, torch.finfo(self.dtype).min)[:, None]
+        x = self._layers(ids, positions, None, 0, bias)
+        return F.linear(self._rms(x[:, -last:], self.norm), self.lm_head)
+
+    def _layers(self, ids, positions, cache, start: int, key_bias):
+        """The hidden states after the last decoder layer, [B, L, hidden] (see `forward`). With
+        `cache` None (a whole sequence at once, `start` 0) keys and values are used as computed."""
         B, L = ids.shape
         h, kvh, d = self.heads, self.kv_heads, self.head_dim
         groups = h // kvh
@@ -139,27 +162,30 @@ class CompactQwen3:
         cos, sin = self.cos[positions][:, :, None, :], self.sin[positions][:, :, None, :]
         x = F.embedding(ids, self.embed)
         for i, layer in enumerate(self.layers):
-            keys, values = cache[i]
             qkv = F.linear(self._rms(x, layer.input_norm), layer.qkv)
             # q and k heads normed and rotated in one pass (both act row by row, so the
             # values are those of two separate passes; half the ops per layer)
             qk = self._rope(self._rms(qkv[..., :(h + kvh) * d].view(B, L, h + kvh, d), layer.qk_norm), cos, sin)
             q, k, v = qk[:, :, :h], qk[:, :, h:], qkv[..., (h + kvh) * d:]
-            keys[:, :, :, start:end] = k.permute(0, 2, 3, 1)
-            values[:, :, start:end] = v.view(B, L, kvh, d).transpose(1, 2)
+            if cache is None:
+                keys, values = k.permute(0, 2, 3, 1), v.view(B, L, kvh, d).transpose(1, 2)
+            else:
+                keys, values = cache[i]
+                keys[:, :, :, start:end] = k.permute(0, 2, 3, 1)
+                values[:, :, start:end] = v.view(B, L, kvh, d).transpose(1, 2)
+                keys, values = keys[..., :end], values[:, :, :end]
             # Grouped-query attention without copying keys: query head j uses
             # kv head j // groups (transformers' repeat_kv order).
             q = q.transpose(1, 2).reshape(B, kvh, groups * L, d)
-            scores = torch.matmul(q, keys[..., :end]) * (d ** -0.5)
+            scores = torch.matmul(q, keys) * (d ** -0.5)
             scores = scores.view(B, kvh, groups, L, end) + key_bias[:, :, None]
             probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(self.dtype)
-            out = torch.matmul(probs.view(B, kvh, groups * L, end), values[:, :, :end])
+            out = torch.matmul(probs.view(B, kvh, groups * L, end), values)
             out = out.view(B, h, L, d).transpose(1, 2).reshape(B, L, h * d)
             x = x + F.linear(out, layer.o)
             gate, up = F.linear(self._rms(x, layer.post_norm), layer.gate_up).chunk(2, dim=-1)
             x = x + F.linear(F.silu(gate) * up, layer.down)
-        last = self._rms(x[:, -1], self.norm)
-        return F.linear(last, self.lm_head).float()
+        return x
 
 
 def _filtered_scores(logits: torch.Tensor, sampling: dict) -> torch.Tensor:

@@ -115,15 +115,6 @@ def generate_compact(model: "CompactQwen3", tokenizer, prompts: list[str], sampl
     return out
 
 
-def _lora_layers(peft_model):
-    """{module path in the plain base: peft LoRA layer} of a PeftModel."""
-    from peft.tuners.lora import LoraLayer
-
-    prefix = "base_model.model."
-    return {name.removeprefix(prefix): module for name, module in peft_model.named_modules()
-            if isinstance(module, LoraLayer)}
-
-
 class TransformersBackend:
     """transformers `generate` over merged, per-adapter copies of one base.
 
@@ -176,11 +167,11 @@ class TransformersBackend:
 
     @torch.no_grad()
     def _merge(self, plain: torch.nn.Module, adapter: str) -> None:
-        for path, layer in _lora_layers(self.model).items():
-            if adapter not in layer.lora_A:
-                continue
-            merged = layer.get_base_layer().weight + layer.get_delta_weight(adapter)
-            plain.get_submodule(path).weight.copy_(merged.to(self.dtype))
+        from .models import lora_layers, merged_weight
+
+        for path, layer in lora_layers(self.model).items():
+            if adapter in layer.lora_A:
+                plain.get_submodule(path).weight.copy_(merged_weight(layer, adapter).to(self.dtype))
 
     def model_for(self, adapter: str | None) -> torch.nn.Module:
         """The plain model that samples as `adapter` (None: the bare base)."""

@@ -153,6 +153,22 @@ def add_noise_init(model, adapter: str, sigma: float, seed: int) -> None:
                 param.copy_(torch.randn(param.shape, generator=gen) * sigma)
 
 
+def lora_layers(peft_model) -> dict:
+    """{module path in the plain base: peft LoRA layer} of a PeftModel."""
+    from peft.tuners.lora import LoraLayer
+
+    prefix = "base_model.model."
+    return {name.removeprefix(prefix): module for name, module in peft_model.named_modules()
+            if isinstance(module, LoraLayer)}
+
+
+def merged_weight(layer, adapter: str) -> torch.Tensor:
+    """A LoRA layer's base weight with `adapter`'s update added, as peft merges it (0.21.2:
+    `get_delta_weight`, B @ A times the scaling), in the base weight's dtype; differentiable
+    in the adapter. The one merge both the samplers' copies and the compact loss pass use."""
+    return layer.get_base_layer().weight + layer.get_delta_weight(adapter)
+
+
 class LoraPolicies:
     """One frozen base with named LoRA adapters, each trainable on its own."""
 
@@ -173,6 +189,7 @@ class LoraPolicies:
         for pname, param in self.model.named_parameters():
             param.requires_grad_("lora_" in pname)
         self.model.eval()  # peft makes its LoRA modules in training mode; nothing here trains in it
+        self._frozen_cast: dict[torch.dtype, dict[str, torch.Tensor]] = {}  # merged_weights' frozen part
 
     def parameters(self, name: str) -> list[torch.nn.Parameter]:
         return [p for n, p in self.model.named_parameters() if f".{name}." in n and "lora_" in n]
@@ -189,6 +206,24 @@ class LoraPolicies:
         for pname, param in self.model.named_parameters():
             param.requires_grad_("lora_" in pname)
         yield self.model
+
+    def merged_weights(self, name: str | None, dtype: torch.dtype) -> dict[str, torch.Tensor]:
+        """The plain base's state-dict weights in `dtype` with adapter `name` merged (None: the
+        bare base): the weights the samplers sample as `name`, merged and cast as they merge them
+        (`merged_weight`), still differentiable in the adapter. The frozen weights are cast once
+        and kept (they never change); a tied head is left out, as `save_pretrained` leaves it."""
+        frozen = self._frozen_cast.get(dtype)
+        if frozen is None:
+            frozen = {pname.replace(".base_layer.", "."): p.detach().to(dtype)
+                      for pname, p in self.model.get_base_model().named_parameters() if "lora_" not in pname}
+            self._frozen_cast[dtype] = frozen
+        if name is None:
+            return dict(frozen)
+        if name not in self.names:
+            raise ValueError(f"unknown adapter {name!r}; known: {list(self.names)}")
+        merged = {f"{path}.weight": merged_weight(layer, name).to(dtype)
+                  for path, layer in lora_layers(self.model).items() if name in layer.lora_A}
+        return {**frozen, **merged}
 
     def save(self, name: str, directory: str | Path) -> None:
         from peft import get_peft_model_state_dict

@@ -5,8 +5,10 @@ native bf16 (AVX512-BF16 / AMX) and is the usual choice on GPUs; elsewhere it
 is emulated and slower, so `auto` picks bf16 only where the hardware has it.
 What bf16 touches (fp32 everywhere else, master weights and optimizer included):
   * generation: each adapter's merged sampling copy is held in bf16;
-  * the RL loss forward and the toy base's supervised steps run under autocast,
-    with log-probabilities computed in fp32 from the logits.
+  * the toy base's supervised steps and the RL loss forward run under autocast,
+    with log-probabilities computed in fp32 from the logits; with
+    `train.loss_forward: compact` the loss forward instead computes in bf16 with the
+    sampler's own merged bf16 weights (RMSNorm and softmax in fp32, as the sampler).
 The resolved precision is recorded in every training and evaluation summary.
 """
 

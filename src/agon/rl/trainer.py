@@ -14,6 +14,7 @@ the checkpoint holds adapters, optimizers, schedulers and the step.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
 import signal
@@ -29,6 +30,7 @@ import torch.utils.checkpoint
 from tqdm import tqdm
 
 from .. import io, precision, prompts
+from ..compact import CompactQwen3, unsupported_reason
 from ..evaluate.records import check_steps
 from ..generate import Backend, make_backend
 from ..models import LoraPolicies
@@ -125,15 +127,17 @@ def _token_logps(logits: torch.Tensor, targets: torch.Tensor, temperature: float
 def sequence_logps(model, completions, temperature: float, pad_id: int):
     """Per-token log-probs of each completion given its prompt: (B, T) and mask (B, T).
 
-    Rows are left-padded, so every completion ends at the last position and the model's
-    head runs only over the last T + 1 positions (`logits_to_keep`; the prompt's logits are
-    never made); position ids count from each row's first real token, as if unpadded. Row
-    i's completion fills the last n_i columns of its row of the result (mask 1 there).
+    `model` is a transformers causal LM (a PeftModel routed to one adapter) or a
+    `CompactQwen3` (train.loss_forward: compact). Rows are left-padded, so every completion
+    ends at the last position and the model's head runs only over the last T + 1 positions
+    (`logits_to_keep`; the prompt's logits are never made); position ids count from each
+    row's first real token, as if unpadded. Row i's completion fills the last n_i columns of
+    its row of the result (mask 1 there).
     """
     rows = [c.prompt_ids + c.completion_ids for c in completions]
     width = max(map(len, rows))
     T = max(len(c.completion_ids) for c in completions)
-    device = next(model.parameters()).device
+    device = model.embed.device if isinstance(model, CompactQwen3) else next(model.parameters()).device
     ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
     attn = torch.zeros((len(rows), width), dtype=torch.long)
     mask = torch.zeros((len(rows), T))
@@ -143,8 +147,11 @@ def sequence_logps(model, completions, temperature: float, pad_id: int):
         mask[i, T - len(c.completion_ids):] = 1
     positions = (attn.cumsum(-1) - 1).clamp(min=0)
     ids, attn, positions = ids.to(device), attn.to(device), positions.to(device)
-    logits = model(input_ids=ids, attention_mask=attn, position_ids=positions, logits_to_keep=T + 1,
-                   use_cache=False).logits  # no KV cache: nothing is generated from this pass
+    if isinstance(model, CompactQwen3):
+        logits = model.completion_logits(ids, attn, positions, last=T + 1)
+    else:
+        logits = model(input_ids=ids, attention_mask=attn, position_ids=positions, logits_to_keep=T + 1,
+                       use_cache=False).logits  # no KV cache: nothing is generated from this pass
     logits, targets = logits[:, :-1], ids[:, width - T:]  # the logit at position t predicts token t + 1
     step = max(1, LOGSOFTMAX_CHUNK_TOKENS // T)
     parts = []
@@ -225,6 +232,19 @@ class Trainer:
             self.checkpointed = [m for m in base.modules() if isinstance(m, GradientCheckpointingLayer)]
             if not self.checkpointed:
                 raise ValueError("train.gradient_checkpointing: this model has no layer transformers can checkpoint")
+        # train.loss_forward: compact computes the loss with the compact sampler's own forward, over
+        # the weights it samples (merged and cast as it merges them, differentiable in the adapter):
+        # no autocast casts and one matrix product per fused projection instead of three
+        self.compact_config = None
+        if train_cfg.get("loss_forward", "transformers") == "compact":
+            reason = unsupported_reason(base.config.to_dict())
+            if reason:
+                raise ValueError(f"train.loss_forward: compact cannot compute this model's loss: {reason}; "
+                                 "use loss_forward: transformers")
+            if self.checkpointed:
+                raise ValueError("train.loss_forward: compact keeps every activation; train.gradient_checkpointing "
+                                 "needs train.loss_forward: transformers")
+            self.compact_config = base.config.to_dict()
         self.policies = LoraPolicies(base, self.adapters, train_cfg["lora"], init, seed)
         self.optimizers = {
             name: torch.optim.AdamW(self.policies.parameters(name), lr=train_cfg["lr"],
@@ -334,13 +354,23 @@ class Trainer:
         stats["clip_fraction"] = clipped / max(1, tokens)
         return True, stats
 
+    @contextlib.contextmanager
+    def _loss_model(self, adapter: str | None, device):
+        """The model the loss pass runs as `adapter` (None: the bare base): the PeftModel under
+        autocast (train.loss_forward: transformers), or a CompactQwen3 over the merged weights."""
+        if self.compact_config is not None:
+            yield CompactQwen3(self.compact_config, self.policies.merged_weights(adapter, precision.dtype(self.precision)))
+            return
+        with self.policies.use(adapter) as model, precision.autocast(self.precision, device.type):
+            yield model
+
     def _micro_batch_loss(self, adapter: str, completions, advantages):
         """(the micro-batch's policy loss as policy_loss normalises it, its mask, its clip fraction)."""
         device = next(self.policies.model.parameters()).device
         for layer in self.checkpointed:
             layer.training = True
         try:
-            with self.policies.use(adapter) as model, precision.autocast(self.precision, device.type):
+            with self._loss_model(adapter, device) as model:
                 logp, mask = sequence_logps(model, completions, self.sampling["temperature"],
                                             self.tokenizer.pad_token_id)
         finally:
@@ -348,7 +378,7 @@ class Trainer:
                 layer.training = False
         ref_logp = None
         if self.cfg["beta"]:
-            with torch.no_grad(), self.policies.use(None) as model, precision.autocast(self.precision, device.type):
+            with torch.no_grad(), self._loss_model(None, device) as model:
                 ref_logp, _ = sequence_logps(model, completions, self.sampling["temperature"],
                                              self.tokenizer.pad_token_id)
         # One gradient step per generation batch: the old policy is the current one.
