@@ -153,10 +153,13 @@ def saved(model, tok, tmp_path_factory):
     pol.model.unload()
 
 
+def _weights_of(fused):
+    return [fused.embed, fused.norm, fused.lm_head] + [t for layer in fused.layers for t in vars(layer).values()]
+
+
 def _fused_weights(backend, adapter):
     backend.sample(adapter, PROMPTS[:1], GREEDY, seed=0)
-    fused = backend._fused[adapter]
-    return [fused.embed, fused.norm, fused.lm_head] + [t for layer in fused.layers for t in vars(layer).values()]
+    return _weights_of(backend._fused[adapter])
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -173,10 +176,6 @@ def test_saved_files_give_exactly_the_weights_of_the_peft_path(saved, tok, dtype
     assert not torch.equal(from_files._fused["A"].layers[0].qkv, from_files._fused[None].layers[0].qkv)
     with pytest.raises(ValueError, match="unknown adapter 'C'"):
         from_files.sample("C", PROMPTS, GREEDY, seed=0)
-
-
-def _weights_of(fused):
-    return [fused.embed, fused.norm, fused.lm_head] + [t for layer in fused.layers for t in vars(layer).values()]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])

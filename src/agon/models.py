@@ -190,6 +190,7 @@ class LoraPolicies:
             param.requires_grad_("lora_" in pname)
         self.model.eval()  # peft makes its LoRA modules in training mode; nothing here trains in it
         self._frozen_cast: dict[torch.dtype, dict[str, torch.Tensor]] = {}  # merged_weights' frozen part
+        self._lora_layers = lora_layers(self.model)  # found once: merged_weights runs every loss micro-batch
 
     def parameters(self, name: str) -> list[torch.nn.Parameter]:
         return [p for n, p in self.model.named_parameters() if f".{name}." in n and "lora_" in n]
@@ -222,7 +223,7 @@ class LoraPolicies:
         if name not in self.names:
             raise ValueError(f"unknown adapter {name!r}; known: {list(self.names)}")
         merged = {f"{path}.weight": merged_weight(layer, name).to(dtype)
-                  for path, layer in lora_layers(self.model).items() if name in layer.lora_A}
+                  for path, layer in self._lora_layers.items() if name in layer.lora_A}
         return {**frozen, **merged}
 
     def save(self, name: str, directory: str | Path) -> None:

@@ -137,7 +137,8 @@ def sequence_logps(model, completions, temperature: float, pad_id: int):
     rows = [c.prompt_ids + c.completion_ids for c in completions]
     width = max(map(len, rows))
     T = max(len(c.completion_ids) for c in completions)
-    device = model.embed.device if isinstance(model, CompactQwen3) else next(model.parameters()).device
+    compact = isinstance(model, CompactQwen3)
+    device = model.embed.device if compact else next(model.parameters()).device
     ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
     attn = torch.zeros((len(rows), width), dtype=torch.long)
     mask = torch.zeros((len(rows), T))
@@ -147,7 +148,7 @@ def sequence_logps(model, completions, temperature: float, pad_id: int):
         mask[i, T - len(c.completion_ids):] = 1
     positions = (attn.cumsum(-1) - 1).clamp(min=0)
     ids, attn, positions = ids.to(device), attn.to(device), positions.to(device)
-    if isinstance(model, CompactQwen3):
+    if compact:
         logits = model.completion_logits(ids, attn, positions, last=T + 1)
     else:
         logits = model(input_ids=ids, attention_mask=attn, position_ids=positions, logits_to_keep=T + 1,
@@ -237,14 +238,15 @@ class Trainer:
         # no autocast casts and one matrix product per fused projection instead of three
         self.compact_config = None
         if train_cfg.get("loss_forward", "transformers") == "compact":
-            reason = unsupported_reason(base.config.to_dict())
+            config = base.config.to_dict()
+            reason = unsupported_reason(config)
             if reason:
                 raise ValueError(f"train.loss_forward: compact cannot compute this model's loss: {reason}; "
                                  "use loss_forward: transformers")
             if self.checkpointed:
                 raise ValueError("train.loss_forward: compact keeps every activation; train.gradient_checkpointing "
                                  "needs train.loss_forward: transformers")
-            self.compact_config = base.config.to_dict()
+            self.compact_config = config
         self.policies = LoraPolicies(base, self.adapters, train_cfg["lora"], init, seed)
         self.optimizers = {
             name: torch.optim.AdamW(self.policies.parameters(name), lr=train_cfg["lr"],
