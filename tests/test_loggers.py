@@ -34,7 +34,7 @@ def test_a_trained_cells_tensorboard_events_equal_its_metrics(tiny_base, tmp_pat
         assert [v for _, v in got] == pytest.approx([v for _, v in points], rel=1e-6), tag
     # the metrics the training-curves panels read are logged per step
     assert any(t.startswith("grad_norm/") for t in expected)
-    assert any(t.endswith("/clip_fraction") for t in expected) and any(t.endswith("/truncated_share") for t in expected)
+    assert any(t.endswith("/update_kl") for t in expected) and any(t.endswith("/truncated_share") for t in expected)
 
 
 def test_a_missing_logger_package_says_what_to_install_and_training_goes_on(monkeypatch):

@@ -257,13 +257,3 @@ def test_dropped_rollouts_scale_equals_whole_stream_loss(loss_type):
     part = policy_loss(logp[kept], old[kept], adv[kept], mask[kept], loss_type, max_completion_length=T)
     scale = dropped_rollouts_scale(loss_type, int(mask[kept].sum()), int(mask.sum()), int(kept.sum()), B)
     assert torch.allclose(full, part * scale, atol=1e-12)
-
-
-def test_clip_fraction_counts_tokens_outside_the_clip_range():
-    from agon.rl.loss import clip_fraction
-
-    old = torch.zeros(1, 4)
-    logp = torch.log(torch.tensor([[1.0, 1.3, 0.7, 1.1]]))  # ratios 1, 1.3 (clipped), 0.7 (clipped), 1.1
-    mask = torch.tensor([[1, 1, 1, 0]])                       # the last token is padding
-    assert clip_fraction(logp, old, mask, 0.2, 0.2) == pytest.approx(2 / 3)
-    assert clip_fraction(old, old, mask) == 0.0               # on-policy: nothing clipped

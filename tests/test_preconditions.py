@@ -195,3 +195,33 @@ def test_a_habit_pattern_that_does_not_compile_is_a_config_error_naming_the_key(
     config["tables"]["table0_preconditions"]["habit"] = {"name": "bisection", "pattern": " no[+-;"}
     with pytest.raises(cfg.ConfigError, match=r"table0_preconditions\.habit\.pattern.*regex"):
         cfg.validate(config, "config.yaml")
+
+
+def test_the_learning_section_compares_each_streams_first_quarter_with_its_last(tmp_path):
+    """Section 7 on metrics whose quarters are known: a policy whose pass rate climbs meets 'rises',
+    a challenger whose reward and conversion rate fall does not meet 'does not fall', and a
+    stream seen on every other step (rotated roles) is read on its own steps only."""
+    cell = tmp_path / "train" / "toy" / "grpo" / "seed0"
+    steps = []
+    for s in range(16):  # quarters of 4 steps
+        noise = 0.01 * (s % 2)
+        streams = {"policy:A": {"reward": 1.0 + 0.05 * s + noise, "pass_rate": 0.30 + 0.02 * s + noise}}
+        if s % 2 == 0:
+            streams["challenger:B"] = {"reward": 2.0 - 0.1 * s + noise, "pass_rate": 0.5,
+                                       "conversion_rate": 0.4 - 0.02 * s + noise}
+        steps.append({"step": s, "streams": streams})
+    io.write_jsonl(cell / "metrics.jsonl", steps)
+    io.write_json(cell / "adapters" / "train_summary.json", {"steps": 16})
+    rows = {r["quantity"]: r for r in preconditions.learning_rows([str(cell / "metrics.jsonl")])}
+    rises = rows["grpo policy:A: training pass rate, first -> last 4 steps"]
+    assert rises["k"] == pytest.approx(0.335) and rises["n"] == pytest.approx(0.575)  # steps 0-3, 12-15
+    assert rises["value"] == pytest.approx(0.24) and rises["ci_low"] > 0 and rises["meets"] == "yes"
+    assert rises["target"] == preconditions.RISES
+    falls = rows["grpo challenger:B: training reward, first -> last 4 steps"]
+    assert falls["k"] == pytest.approx(2.0 - 0.1 + 0.0)  # its steps 0 and 2 only
+    assert falls["ci_high"] < 0 and falls["meets"] == "no" and falls["target"] == preconditions.HOLDS
+    assert rows["grpo challenger:B: training conversion rate, first -> last 4 steps"]["meets"] == "no"
+    flat = rows["grpo challenger:B: training pass rate, first -> last 4 steps"]
+    assert flat["target"] == "" and flat["meets"] == "" and flat["ci_low"] is None  # no spread: no interval
+    display = preconditions.display(list(rows.values()))
+    assert ["0.335 -> 0.575", "+0.240"] == display[[r for r in rows].index(rises["quantity"])][4:6]

@@ -267,10 +267,10 @@ def test_training_curves_of_every_trained_model_rebuild_from_metrics_alone(finis
     assert _planned_jobs(proc) == {"training_curves": 1, "report": 1, "all": 1}, proc.stdout[-3000:]
     snakemake(finished_run, "--configfile", str(ROOT / "config" / "test.yaml"))
     assert (figures / "training_toy.png").stat().st_size > 0
-    # the step metrics the panels read: grad norm per adapter, clip fraction, truncated share
+    # the step metrics the panels read: grad norm per adapter, update KL, truncated share
     record = json.loads((results / "train" / "toy" / "agon" / "seed0" / "metrics.jsonl").read_text().splitlines()[0])
     assert set(record["grad_norm"]) <= {"A", "B"}
-    assert all({"clip_fraction", "truncated_share"} <= set(s) or "loss" not in s for s in record["streams"].values())
+    assert all({"update_kl", "truncated_share"} <= set(s) or "loss" not in s for s in record["streams"].values())
 
 
 def test_snakemake_html_report(finished_run):

@@ -211,10 +211,12 @@ def _next_tokens(logits: torch.Tensor, sampling: dict) -> torch.Tensor:
 
 @torch.no_grad()
 def sample_ids(model: CompactQwen3, prompt_ids: list[list[int]], sampling: dict,
-               stop_ids: tuple[int, ...]) -> list[list[int]]:
+               stop_ids: tuple[int, ...], logprobs: list[list[float]] | None = None) -> list[list[int]]:
     """One completion per prompt (token ids, ending in one of `stop_ids` when the model stopped).
 
-    Draws from torch's global generator: the caller seeds it.
+    `logprobs`, when given a list, receives one list per prompt: each drawn token's
+    log-probability under logits / temperature (before top-p), the distribution the
+    trainer's loss scores. Draws from torch's global generator: the caller seeds it.
     """
     stops = set(stop_ids)
     B = len(prompt_ids)
@@ -243,9 +245,15 @@ def sample_ids(model: CompactQwen3, prompt_ids: list[list[int]], sampling: dict,
     last_pos = positions[:, -1]
     rows = torch.arange(B)  # original row of each batch slot
     out: list[list[int]] = [[] for _ in range(B)]
+    scored: list[list[float]] = [[] for _ in range(B)]
     decode_bias = torch.zeros((B, 1, 1, total), dtype=model.dtype).masked_fill(~key_mask[:, None, None], neg)
     for t in range(max_new):
         tokens = _next_tokens(logits, sampling)
+        if logprobs is not None:
+            temperature = sampling["temperature"] or 1.0
+            drawn = torch.log_softmax(logits.float() / temperature, dim=-1).gather(-1, tokens[:, None]).squeeze(1)
+            for row, value in zip(rows.tolist(), drawn.tolist()):
+                scored[row].append(value)
         alive = []
         for slot, (row, tok) in enumerate(zip(rows.tolist(), tokens.tolist())):
             out[row].append(tok)
@@ -260,4 +268,6 @@ def sample_ids(model: CompactQwen3, prompt_ids: list[list[int]], sampling: dict,
         last_pos = last_pos + 1
         logits = model.forward(tokens[:, None], last_pos[:, None], cache, P + t,
                                decode_bias[..., :P + t + 1])
+    if logprobs is not None:
+        logprobs[:] = scored
     return out

@@ -17,6 +17,10 @@ class Completion:
     # Why nothing was sampled (the prompt leaves the context no room), or None. A skipped
     # completion is graded wrong, left out of the loss and its group's statistics, and counted.
     skipped: str | None = None
+    # The sampler's log-probability of each completion token under the distribution the loss scores
+    # (logits / temperature, before top-p), where the backend reports it (compact); else None.
+    # The trainer logs its distance to the loss pass's own log-probabilities.
+    logprobs: list[float] | None = None
 
     @property
     def length(self) -> int:

@@ -110,8 +110,12 @@ def generate_compact(model: "CompactQwen3", tokenizer, prompts: list[str], sampl
     for start in range(0, len(prompts), batch_size):
         chunk = prompts[start:start + batch_size]
         prompt_ids = tokenizer(chunk, add_special_tokens=False)["input_ids"]
-        completions = sample_ids(model, prompt_ids, sampling, stop_ids)
-        out += [_completion(tokenizer, p, ids, c, stop_ids) for p, ids, c in zip(chunk, prompt_ids, completions)]
+        scored: list[list[float]] = []
+        completions = sample_ids(model, prompt_ids, sampling, stop_ids, logprobs=scored)
+        for p, ids, c, lp in zip(chunk, prompt_ids, completions, scored):
+            done = _completion(tokenizer, p, ids, c, stop_ids)
+            done.logprobs = lp[:done.length]
+            out.append(done)
     return out
 
 

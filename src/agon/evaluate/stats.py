@@ -157,3 +157,26 @@ def seed_mean_interval(values: list[float], confidence: float = 0.95) -> tuple[f
     mean = statistics.fmean(vals)
     half = float(_st.t.ppf(0.5 + confidence / 2, len(vals) - 1)) * statistics.stdev(vals) / len(vals) ** 0.5
     return mean - half, mean + half
+
+
+def welch_difference(first: list[float], last: list[float], confidence: float = 0.95) -> dict:
+    """mean(last) - mean(first) with Welch's t interval and two-sided p, for two independent samples
+    of per-step values (a training metric over a run's first and last quarter). None for the
+    interval and p when either side has fewer than two values or neither varies."""
+    a, b = [float(v) for v in first], [float(v) for v in last]
+    if not a or not b:
+        raise ValueError("welch_difference: an empty sample")
+    diff = statistics.fmean(b) - statistics.fmean(a)
+    out = {"first": statistics.fmean(a), "last": statistics.fmean(b), "difference": diff,
+           "ci": None, "p_value": None}
+    if len(a) < 2 or len(b) < 2:
+        return out
+    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
+    if va + vb == 0:
+        return out
+    df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
+    se = (va + vb) ** 0.5
+    half = float(_st.t.ppf(0.5 + confidence / 2, df)) * se
+    out["ci"] = (diff - half, diff + half)
+    out["p_value"] = float(2 * _st.t.sf(abs(diff) / se, df))
+    return out

@@ -364,7 +364,7 @@ TRAINING_PANELS = [
     ("challenger conversion rate", "stream", lambda s: s.get("conversion_rate")),
     ("dropped zero-variance groups (share)", "stream", lambda s: s["dropped_groups"] / max(1, s["groups"])),
     ("truncated completions (share)", "stream", lambda s: s["truncated"] / max(1, s["rollouts"])),
-    ("clip fraction", "stream", lambda s: s.get("clip_fraction")),
+    ("update KL per token (before || after the step)", "stream", lambda s: s.get("update_kl")),
     ("grad norm (before clipping)", "step", lambda r: _mean_or_none((r.get("grad_norm") or {}).values())),
     ("learning rate", "step", lambda r: r.get("lr")),
 ]

@@ -47,6 +47,11 @@ is computed from per-problem records (and, for section 5, training metrics):
                       A marker only shows where the habit left a trace (the toy's
                       bisection marks its retractions, so one right at its first try
                       counts as without it): the with / without split understates it.
+  7 RL learned        each trained stream's training reward, pass rate and (a challenger's)
+                      conversion rate over the first quarter of its cell's steps against the
+                      last, with Welch's interval of the difference over the steps' values.
+                      Targets: no stream's reward or conversion rate falls (the interval's
+                      high end >= 0); a lone policy's (GRPO's) pass rate rises (low end > 0).
 
 A target row says `meets` yes / no; the numbers are reported whatever they are.
 """
@@ -255,6 +260,48 @@ def training_length_rows(metrics_files: list[str]) -> list[dict]:
     return rows
 
 
+# Section 7: per trained stream, a training metric over the run's first quarter of steps against
+# its last. Each step's value is one sample (its problems are new ones: one epoch draws every
+# problem once), so the interval is Welch's over the two quarters' step values.
+LEARNING_METRICS = (("reward", "reward"), ("pass_rate", "pass rate"), ("conversion_rate", "conversion rate"))
+RISES, HOLDS = "rises (interval above 0)", "does not fall (interval not below 0)"
+
+
+def learning_rows(metrics_files: list[str]) -> list[dict]:
+    """Section 7: did RL learn? Each stream's training reward, pass rate and (challengers)
+    conversion rate, first quarter -> last quarter of its steps, with the difference's interval.
+    Targets: no stream's reward or conversion rate falls; a lone policy's (GRPO's) pass rate rises."""
+    from ..evaluate.records import read_steps
+    from ..evaluate.stats import welch_difference
+
+    rows = []
+    for path in sorted(metrics_files):  # results/<run>/train/<model>/<method>/seed<s>/metrics.jsonl
+        cell = Path(path).parent
+        model, method, seed = cell.parent.parent.name, cell.parent.name, int(cell.name.removeprefix("seed"))
+        steps = read_steps(path, io.read_json(cell / "adapters" / "train_summary.json")["steps"])
+        quarter = len(steps) // 4
+        if quarter < 2:
+            continue
+        for stream in dict.fromkeys(k for s in steps for k in s["streams"]):
+            for key, label in LEARNING_METRICS:
+                first, last = ([s["streams"][stream][key] for s in part
+                                if s["streams"].get(stream, {}).get(key) is not None]
+                               for part in (steps[:quarter], steps[-quarter:]))
+                if not first or not last:
+                    continue
+                d = welch_difference(first, last)
+                target = RISES if (key == "pass_rate" and stream.startswith("policy:")) else (
+                    HOLDS if key in ("reward", "conversion_rate") else "")
+                meets = "" if not target or d["ci"] is None else (
+                    "yes" if (d["ci"][0] > 0 if target == RISES else d["ci"][1] >= 0) else "no")
+                rows.append({"section": "7 RL learned", "model": model, "seed": seed,
+                             "quantity": f"{method} {stream}: training {label}, first -> last {quarter} steps",
+                             "k": d["first"], "n": d["last"], "value": d["difference"],
+                             "ci_low": d["ci"][0] if d["ci"] else None, "ci_high": d["ci"][1] if d["ci"] else None,
+                             "target": target, "meets": meets, "p_value": d["p_value"]})
+    return rows
+
+
 def build_rows(spec: dict, index, metrics_files: list[str]) -> list[dict]:
     names = {k: spec[k] for k in KEYS}
     bench = spec["benchmark"]
@@ -286,7 +333,7 @@ def build_rows(spec: dict, index, metrics_files: list[str]) -> list[dict]:
             right_a, right_b = _aligned(*(tables._records(index, model, reference, s, bench) for s in seeds[:2]))
             rows += pair_rows(f"{reference}, two seeds (reference)", model, f"{seeds[0]},{seeds[1]}",
                               (f"seed {seeds[0]}", right_a), (f"seed {seeds[1]}", right_b))
-    return rows + training_length_rows(metrics_files) + habits
+    return rows + training_length_rows(metrics_files) + habits + learning_rows(metrics_files)
 
 
 def _cell(x, digits=3) -> str:
@@ -304,6 +351,9 @@ def display(rows: list[dict]) -> list[list[str]]:
     for r in rows:
         if r["section"].startswith("5"):
             k_n, value, ci = "", f"{_cell(r['ci_low'], 1)} -> {_cell(r['value'], 1)}", ""
+        elif r["section"].startswith("7"):  # first -> last, then their difference and its interval
+            k_n, value = f"{_cell(r['k'])} -> {_cell(r['n'])}", f"{r['value']:+.3f}"
+            ci = f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]" if r["ci_low"] is not None else ""
         else:
             k_n = f"{r['k']} / {r['n']}"
             value = _cell(r["value"])

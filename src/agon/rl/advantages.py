@@ -4,6 +4,12 @@ A_i = (R_i - mean_g R) / (std_g R + eps) within each group g. The std is the
 unbiased one and eps = 1e-4, as in TRL's GRPOTrainer, so our numbers match the
 reference. A group whose rewards are all equal carries no signal and is dropped
 (its rollouts get no loss), and the drop is counted.
+
+`scale` is TRL's `scale_rewards` (1.16, GRPOConfig): "group" divides by each group's
+std (Eq. 1), "none" leaves A_i = R_i - mean_g R (Dr. GRPO). Dividing by the std gives a
+group whose rewards differ only by the format term (every rollout wrong, some of them
+unfinished) advantages as large as a group that differs in correctness: the gradient is
+then no longer the expected reward's, but a sum weighted toward such groups.
 """
 
 from __future__ import annotations
@@ -23,7 +29,12 @@ class GroupAdvantages:
     dropped_groups: int
 
 
-def group_advantages(rewards, group_ids, eps: float = EPS) -> GroupAdvantages:
+SCALES = ("group", "none")
+
+
+def group_advantages(rewards, group_ids, eps: float = EPS, scale: str = "group") -> GroupAdvantages:
+    if scale not in SCALES:
+        raise ValueError(f"unknown scale_rewards {scale!r}; known: {', '.join(SCALES)}")
     rewards = np.asarray(rewards, dtype=np.float64)
     group_ids = np.asarray(group_ids)
     if rewards.shape != group_ids.shape:
@@ -38,6 +49,6 @@ def group_advantages(rewards, group_ids, eps: float = EPS) -> GroupAdvantages:
         if len(r) < 2 or np.allclose(r, r[0]):
             dropped += 1
             continue
-        advantages[idx] = (r - r.mean()) / (r.std(ddof=1) + eps)
+        advantages[idx] = (r - r.mean()) / (r.std(ddof=1) + eps) if scale == "group" else r - r.mean()
         keep[idx] = True
     return GroupAdvantages(advantages, keep, len(unique), dropped)

@@ -56,14 +56,6 @@ def policy_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Te
     return (per_token * mask).sum() / (per_token.size(0) * max_completion_length)
 
 
-def clip_fraction(logp: torch.Tensor, old_logp: torch.Tensor, mask: torch.Tensor,
-                  clip_low: float = 0.2, clip_high: float = 0.2) -> float:
-    """Share of completion tokens whose importance ratio lies outside the clip range (TRL's clip_ratio)."""
-    ratio = torch.exp(logp - old_logp)
-    clipped = ((ratio < 1 - clip_low) | (ratio > 1 + clip_high)) & mask.bool()
-    return clipped.sum().item() / max(1, int(mask.sum()))
-
-
 def dropped_rollouts_scale(loss_type: str, kept_tokens: int, all_tokens: int,
                            kept_sequences: int, all_sequences: int) -> float:
     """Factor turning the loss over kept rollouts into the loss over the whole stream.

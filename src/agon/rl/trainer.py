@@ -37,7 +37,7 @@ from ..models import LoraPolicies
 from ..verify.grading import Grader
 from . import methods as methods_mod
 from .advantages import group_advantages
-from .loss import clip_fraction, dropped_rollouts_scale, policy_loss, selective_log_softmax
+from .loss import dropped_rollouts_scale, policy_loss, selective_log_softmax
 
 
 def step_seed(seed: int, step: int, tag: str) -> int:
@@ -86,6 +86,9 @@ class StepContext:
 # 0.84-0.93x as long as one group of 16384 in stream order at its 96-token cap, 0.52-0.56x
 # at 208 tokens (benchmarks/loss_micro_batches.py, two runs); paper.yaml sets 16384 for a GPU.
 LOSS_MICRO_BATCH_TOKENS = 4096
+# Rollouts per stream on which each step's update KL is measured (`update_kl`): spread over the
+# stream's loss rows; one extra no-gradient forward of this many rows a step.
+UPDATE_KL_ROWS = 16
 # Rows of completion logits turned into fp32 log-probabilities at a time, recomputed in the
 # backward pass (torch.utils.checkpoint) instead of kept: no fp32 copy of the logits lives on.
 LOGSOFTMAX_CHUNK_TOKENS = 4096
@@ -161,6 +164,30 @@ def sequence_logps(model, completions, temperature: float, pad_id: int):
         parts.append(torch.utils.checkpoint.checkpoint(_token_logps, *chunk, use_reentrant=False)
                      if logits.requires_grad else _token_logps(*chunk))
     return torch.cat(parts), mask.to(device)
+
+
+class SamplerGap:
+    """How far the loss pass's log-probabilities of the sampled tokens are from the sampler's own
+    (`Completion.logprobs`, where the backend reports them): the same weights and tokens should
+    give the same numbers up to float rounding, so a gap beyond it means the loss scores another
+    policy than the one that sampled (a stale adapter, a shifted token, another prompt)."""
+
+    def __init__(self):
+        self.total, self.tokens, self.largest = 0.0, 0, 0.0
+
+    def add(self, loss_logps: torch.Tensor, sampler_logps: list[float] | None) -> None:
+        if sampler_logps is None:
+            return
+        if len(sampler_logps) != loss_logps.shape[0]:
+            raise ValueError(f"the sampler scored {len(sampler_logps)} tokens of a completion of {loss_logps.shape[0]}")
+        diff = (loss_logps.float().cpu() - torch.tensor(sampler_logps)).abs()
+        self.total, self.tokens = self.total + float(diff.sum()), self.tokens + diff.numel()
+        self.largest = max(self.largest, float(diff.max()))
+
+    def stats(self) -> dict:
+        if not self.tokens:
+            return {}
+        return {"sampler_logp_gap": self.total / self.tokens, "sampler_logp_gap_max": self.largest}
 
 
 def on_sigterm(callback):
@@ -255,6 +282,7 @@ class Trainer:
         }
         self.grader = grader or Grader()
         self.step = 0
+        self._update_probes: list = []  # this step's (stats, adapter, rollouts, log-probs before the update)
         if backend_factory is None:
             backend_factory = lambda peft_model: make_backend({}, peft_model, tokenizer, self.precision)  # noqa: E731
         self.backend: Backend = backend_factory(self.policies.model)
@@ -329,32 +357,55 @@ class Trainer:
         sampled = [i for i, c in enumerate(stream.completions) if c.skipped is None]
         if not sampled:
             return False, stats
-        adv = group_advantages([stream.rewards[i] for i in sampled], [stream.group_ids[i] for i in sampled])
+        adv = group_advantages([stream.rewards[i] for i in sampled], [stream.group_ids[i] for i in sampled],
+                               scale=self.cfg.get("scale_rewards", "group"))
         stats["groups"], stats["dropped_groups"] = adv.groups, adv.dropped_groups
-        kept = [j for j, k in enumerate(adv.keep) if k]  # positions in `sampled`
+        # TRL's mask_truncated_completions (DAPO's overlong filtering): a completion the cap cut off
+        # keeps its reward in its group's mean and std but is left out of the loss and of its normaliser
+        in_loss = [not (self.cfg.get("mask_truncated_completions", False) and stream.completions[i].truncated)
+                   for i in sampled]
+        kept = [j for j, k in enumerate(adv.keep) if k and in_loss[j]]  # positions in `sampled`
         if not kept:
             return False, stats
         completions = [stream.completions[sampled[j]] for j in kept]
         advantages = torch.tensor(adv.advantages[kept], dtype=torch.float32)
+        loss_tokens = sum(stream.completions[i].length for i, k in zip(sampled, in_loss) if k)
         budget = self.cfg.get("loss_micro_batch_tokens", LOSS_MICRO_BATCH_TOKENS)
-        loss_value, clipped, tokens = 0.0, 0.0, 0
+        probe = set(range(0, len(completions), max(1, len(completions) // UPDATE_KL_ROWS)))
+        old_logps: dict[int, torch.Tensor] = {}
+        loss_value, gap = 0.0, SamplerGap()
         for group in micro_batches(completions, budget):
-            part, mask, clip = self._micro_batch_loss(stream.adapter, [completions[i] for i in group],
+            part, mask, logp = self._micro_batch_loss(stream.adapter, [completions[i] for i in group],
                                                       advantages[group])
+            for row, i in enumerate(group):
+                own = logp[row, logp.shape[1] - completions[i].length:]  # its completion: the row's last columns
+                gap.add(own, completions[i].logprobs)
+                if i in probe:
+                    old_logps[i] = own
             # Each micro-batch's share of the whole stream's loss: dropped groups still count in
             # the normaliser, as TRL's zero-advantage rollouts do (a step with few informative
             # groups is a small step, not one group's noise at full size).
             part = part * dropped_rollouts_scale(
-                self.cfg["loss_type"], kept_tokens=int(mask.sum()), all_tokens=stats["generated_tokens"],
+                self.cfg["loss_type"], kept_tokens=int(mask.sum()), all_tokens=loss_tokens,
                 kept_sequences=len(group), all_sequences=len(sampled))
             part.backward()  # the gradient accumulates; this micro-batch's graph is freed
             loss_value += part.item()
-            clipped, tokens = clipped + clip * int(mask.sum()), tokens + int(mask.sum())
         stats["loss"] = loss_value
-        # With one gradient step per generation batch the old policy is the current one: the
-        # ratio is 1 and nothing is clipped. Logged so that a multi-step variant shows its clipping.
-        stats["clip_fraction"] = clipped / max(1, tokens)
+        stats.update(gap.stats())
+        self._update_probes.append((stats, stream.adapter, [completions[i] for i in sorted(old_logps)],
+                                    [old_logps[i] for i in sorted(old_logps)]))
         return True, stats
+
+    def _log_update_kl(self) -> None:
+        """Each stream's `update_kl`: the per-token KL(before || after) of this step's update, on the
+        probe rollouts its loss pass kept (k3, sampled from the policy before the update)."""
+        device = next(self.policies.model.parameters()).device
+        for stats, adapter, completions, old in self._update_probes:
+            with torch.no_grad(), self._loss_model(adapter, device) as model:
+                new, _ = sequence_logps(model, completions, self.sampling["temperature"], self.tokenizer.pad_token_id)
+            log_ratio = torch.cat([new[r, new.shape[1] - c.length:] - o for r, (c, o) in enumerate(zip(completions, old))])
+            stats["update_kl"] = float((log_ratio.exp() - log_ratio - 1).mean())
+        self._update_probes = []
 
     @contextlib.contextmanager
     def _loss_model(self, adapter: str | None, device):
@@ -367,7 +418,7 @@ class Trainer:
             yield model
 
     def _micro_batch_loss(self, adapter: str, completions, advantages):
-        """(the micro-batch's policy loss as policy_loss normalises it, its mask, its clip fraction)."""
+        """(the micro-batch's policy loss as policy_loss normalises it, its mask, its log-probs detached)."""
         device = next(self.policies.model.parameters()).device
         for layer in self.checkpointed:
             layer.training = True
@@ -387,7 +438,7 @@ class Trainer:
         old = logp.detach()
         loss = policy_loss(logp, old, advantages.to(device), mask, self.cfg["loss_type"], self.cfg["clip_low"],
                            self.cfg["clip_high"], ref_logp, self.cfg["beta"], self.sampling["max_new_tokens"])
-        return loss, mask, clip_fraction(old, old, mask, self.cfg["clip_low"], self.cfg["clip_high"])
+        return loss, mask, old
 
     def train_step(self, problems: list[dict], schedulers) -> dict:
         t0 = time.time()
@@ -414,6 +465,7 @@ class Trainer:
             self.optimizers[name].step()
             self.optimizers[name].zero_grad(set_to_none=True)
             schedulers[name].step()
+        self._log_update_kl()
         self.backend.sync(self.policies)
         if torch.cuda.is_available() and next(self.policies.model.parameters()).is_cuda:
             # hand the loss's cached blocks back, so that a vLLM engine beside the trainer
