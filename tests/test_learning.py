@@ -14,7 +14,7 @@ near the ceiling). Each run takes 15-30 s on one core. These tasks are stationar
 trainer that cannot raise the reward on the same problems fails them, in every loss
 pass and precision. What they cannot show is learning that carries over to new problems
 (the default's own curves, Table 0's section 7, show that): docs/measurements.md,
-"RL that learns".
+"RL that learns (2026-12-05)".
 """
 
 from __future__ import annotations

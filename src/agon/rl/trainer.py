@@ -201,12 +201,22 @@ def on_sigterm(callback):
     return lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
-def linear_schedule(total_steps: int, warmup_ratio: float):
+SCHEDULES = ("linear", "constant_with_warmup")
+
+
+def lr_schedule(total_steps: int, warmup_ratio: float, kind: str = "linear"):
+    """The learning-rate factor per step, as transformers' schedulers of the same names (TRL's
+    `lr_scheduler_type`): a linear warmup over `warmup_ratio` of the steps, then a linear decay
+    to 0 at the last step (linear) or the peak rate to the end (constant_with_warmup)."""
+    if kind not in SCHEDULES:
+        raise ValueError(f"train.lr_scheduler_type: unknown {kind!r}; known: {', '.join(SCHEDULES)}")
     warmup = max(1, int(round(warmup_ratio * total_steps)))
 
     def factor(step: int) -> float:
         if step < warmup:
             return (step + 1) / warmup
+        if kind == "constant_with_warmup":
+            return 1.0
         return max(0.0, (total_steps - step) / max(1, total_steps - warmup))
 
     return factor
@@ -297,7 +307,7 @@ class Trainer:
         return order, total
 
     def _schedulers(self, total: int):
-        factor = linear_schedule(total, self.cfg["warmup_ratio"])
+        factor = lr_schedule(total, self.cfg["warmup_ratio"], self.cfg.get("lr_scheduler_type", "linear"))
         return {name: torch.optim.lr_scheduler.LambdaLR(opt, factor) for name, opt in self.optimizers.items()}
 
     # --- checkpoints -------------------------------------------------------
@@ -403,7 +413,8 @@ class Trainer:
         for stats, adapter, completions, old in self._update_probes:
             with torch.no_grad(), self._loss_model(adapter, device) as model:
                 new, _ = sequence_logps(model, completions, self.sampling["temperature"], self.tokenizer.pad_token_id)
-            log_ratio = torch.cat([new[r, new.shape[1] - c.length:] - o for r, (c, o) in enumerate(zip(completions, old))])
+            log_ratio = torch.cat([new[r, new.shape[1] - c.length:] - o
+                                   for r, (c, o) in enumerate(zip(completions, old))])
             stats["update_kl"] = float((log_ratio.exp() - log_ratio - 1).mean())
         self._update_probes = []
 
