@@ -134,3 +134,14 @@ def test_the_compact_loss_pass_is_refused_where_it_cannot_compute_the_loss(tiny_
                                          "model_type 'llama'.*use loss_forward: transformers"):
         Trainer(llama, tok, PromptFormat("toy"), {**TRAIN, "loss_forward": "compact"}, {"kind": "grpo", "group_size": 4},
                 SAMPLING, seed=3)
+
+
+def test_the_learning_rate_schedules_warm_up_then_decay_or_hold():
+    from agon.rl.trainer import lr_schedule
+
+    linear = lr_schedule(10, 0.2)
+    assert [linear(s) for s in range(10)] == pytest.approx([0.5, 1.0, 1.0, 7 / 8, 6 / 8, 5 / 8, 4 / 8, 3 / 8, 2 / 8, 1 / 8])
+    held = lr_schedule(10, 0.2, "constant_with_warmup")
+    assert [held(s) for s in range(10)] == [0.5] + [1.0] * 9
+    with pytest.raises(ValueError, match="train.lr_scheduler_type: unknown 'cosine'"):
+        lr_schedule(10, 0.2, "cosine")
