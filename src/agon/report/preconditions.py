@@ -364,11 +364,18 @@ def display(rows: list[dict]) -> list[list[str]]:
 
 
 def summary_lines(spec: dict, rows: list[dict]) -> list[str]:
-    unmet = [r["quantity"] for r in rows if r["meets"] == "no"]
-    return [f"Benchmark: {spec['benchmark']}. Computed from the run's records (src/agon/report/preconditions.py "
-            "says how each row is counted); section 5 shows first -> last mean length.",
-            f"Targets met: {sum(r['meets'] == 'yes' for r in rows)} of {sum(r['meets'] != '' for r in rows)}"
-            + (f"; not met: {'; '.join(unmet)}." if unmet else ".")]
+    """The targets met, the base's preconditions (sections 1-6) apart from whether RL learned (7)."""
+    lines = [f"Benchmark: {spec['benchmark']}. Computed from the run's records (src/agon/report/preconditions.py "
+             "says how each row is counted); section 5 shows first -> last mean length; section 7 first -> last "
+             "training value, their difference and its interval."]
+    for label, part in (("Targets met", [r for r in rows if not r["section"].startswith("7")]),
+                        ("RL learned (section 7): targets met", [r for r in rows if r["section"].startswith("7")])):
+        if not part:
+            continue
+        unmet = [r["quantity"] for r in part if r["meets"] == "no"]
+        lines.append(f"{label}: {sum(r['meets'] == 'yes' for r in part)} of {sum(r['meets'] != '' for r in part)}"
+                     + (f"; not met: {'; '.join(unmet)}." if unmet else "."))
+    return lines
 
 
 def write_preconditions(spec: dict, record_files: list[str], metrics_files: list[str], out_prefix: Path) -> list:
