@@ -315,15 +315,12 @@ def table_needs(table):
 
 
 def table_metrics(wc):
-    """Training metrics a table reads: Table 0's length in training, of the cells it compares."""
-    t = config["tables"][wc.table]
+    """Training metrics a table reads: Table 0's length in training and whether RL learned, of every
+    trained cell of its models."""
     if table_kind(wc.table) != "preconditions":
         return []
-    from agon.report.preconditions import evaluations
-
-    methods = dict.fromkeys(config["evaluations"][e]["method"] for e in evaluations(t))
-    return [f"{R}/train/{model}/{method}/seed{seed}/metrics.jsonl" for model in table_models(wc.table)
-            for method in methods if method for seed in config["seeds"]]
+    models = set(table_models(wc.table))
+    return [m for m in all_metrics(wc) if Path(m).parts[-4] in models]
 
 
 def records_of(table):
