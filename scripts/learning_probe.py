@@ -1,7 +1,7 @@
 """Does RL learn? One training cell of the default, read on its training curve and on validation.
 
     python scripts/learning_probe.py [--run results/toy] [--method grpo] [--seed 0]
-        [--set train.KEY=VALUE ...] [--gradient-agreement]
+        [--set train.KEY=VALUE ...] [--metrics FILE] [--gradient-agreement]
 
 A development tool, not a pipeline step, behind the default's `train` settings
 (docs/measurements.md, "RL that learns (2026-12-05)"). It reads the run's base and splits (run the
@@ -14,7 +14,9 @@ train.epochs=4`). On one thread:
    against the same problems untrained: a step's *lift* is its pass rate minus the base's on
    its problems, which takes the problems' difficulty out of the curve;
 2. the cell trained (agon's own Trainer, one process), its lift per sixth of the run for each
-   stream that answers the plain prompt (GRPO's policy, a pair's drafters);
+   stream that answers the plain prompt (GRPO's policy, a pair's drafters), and every stream's
+   training pass rate, reward and (a challenger's) conversion rate per sixth; `--metrics`
+   keeps the run's per-step metrics.jsonl there;
 3. the validation split, 8 samples a problem, by the base and by the trained adapter A, with
    the paired difference and its standard error (problems as units).
 
@@ -62,6 +64,7 @@ def main() -> None:
     ap.add_argument("--method", default="grpo")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--set", action="append", default=[], metavar="train.KEY=VALUE")
+    ap.add_argument("--metrics", help="keep the run's per-step metrics here (a jsonl file)")
     ap.add_argument("--gradient-agreement", action="store_true")
     args = ap.parse_args()
 
@@ -131,8 +134,9 @@ def main() -> None:
     rates = io.read_json(rates_path)
 
     with tempfile.TemporaryDirectory() as scratch:
-        records = trainer.fit(problems, Path(scratch) / "metrics.jsonl", Path(scratch) / "checkpoint.pt",
-                              log=lambda _: None)
+        metrics = Path(args.metrics) if args.metrics else Path(scratch) / "metrics.jsonl"
+        metrics.unlink(missing_ok=True)
+        records = trainer.fit(problems, metrics, Path(scratch) / "checkpoint.pt", log=lambda _: None)
     order, _ = trainer.plan(problems)
     print(f"{args.method}, seed {args.seed}, {args.set or 'the default'}: {len(records)} steps")
     for stream in dict.fromkeys(k for r in records for k in r["streams"]):
@@ -140,6 +144,12 @@ def main() -> None:
             parts = lift_by_part(records, order, per_step, rates, stream)
             print(f"  {stream} training pass rate minus the base's, per sixth: "
                   + " ".join("   n/a" if v is None else f"{v:+.3f}" for v in parts))
+        for key in ("pass_rate", "reward", "conversion_rate"):
+            parts = [[r["streams"][stream][key] for r in records[k * len(records) // 6:(k + 1) * len(records) // 6]
+                      if r["streams"].get(stream, {}).get(key) is not None] for k in range(6)]
+            if any(parts):
+                print(f"  {stream} {key} per sixth: "
+                      + " ".join(f"{sum(v) / len(v):.3f}" if v else "  n/a" for v in parts))
 
     validation = io.read_jsonl(run / "data" / "toy_math" / "validation.jsonl")
     repeated = [p for p in validation for _ in range(VALIDATION_SAMPLES)]
