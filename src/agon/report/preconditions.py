@@ -236,16 +236,21 @@ def habit_rows(model, seed, solo: list[dict], trained: list[dict] | None, habit:
     return rows
 
 
-def training_length_rows(metrics_files: list[str]) -> list[dict]:
-    """Section 5: mean completion length per role over the first and last tenth of each cell's steps."""
+def _cell_steps(path: str) -> tuple[str, str, int, list[dict]]:
+    """(model, method, seed, every step's record) of one cell's metrics.jsonl
+    (results/<run>/train/<model>/<method>/seed<s>/), checked to hold each step of its run once."""
     from ..evaluate.records import read_steps
 
+    cell = Path(path).parent
+    steps = read_steps(path, io.read_json(cell / "adapters" / "train_summary.json")["steps"])
+    return cell.parent.parent.name, cell.parent.name, int(cell.name.removeprefix("seed")), steps
+
+
+def training_length_rows(metrics_files: list[str]) -> list[dict]:
+    """Section 5: mean completion length per role over the first and last tenth of each cell's steps."""
     rows = []
-    for path in sorted(metrics_files):  # results/<run>/train/<model>/<method>/seed<s>/metrics.jsonl
-        cell = Path(path).parent
-        model, method, seed = cell.parent.parent.name, cell.parent.name, int(cell.name.removeprefix("seed"))
-        total = io.read_json(cell / "adapters" / "train_summary.json")["steps"]
-        steps = read_steps(path, total)
+    for path in sorted(metrics_files):
+        model, method, seed, steps = _cell_steps(path)
         span = max(1, len(steps) // 10)
         for role in dict.fromkeys(k for s in steps for k in s["streams"]):
             means = []
@@ -271,14 +276,11 @@ def learning_rows(metrics_files: list[str]) -> list[dict]:
     """Section 7: did RL learn? Each stream's training reward, pass rate and (challengers)
     conversion rate, first quarter -> last quarter of its steps, with the difference's interval.
     Targets: no stream's reward or conversion rate falls; a lone policy's (GRPO's) pass rate rises."""
-    from ..evaluate.records import read_steps
     from ..evaluate.stats import welch_difference
 
     rows = []
-    for path in sorted(metrics_files):  # results/<run>/train/<model>/<method>/seed<s>/metrics.jsonl
-        cell = Path(path).parent
-        model, method, seed = cell.parent.parent.name, cell.parent.name, int(cell.name.removeprefix("seed"))
-        steps = read_steps(path, io.read_json(cell / "adapters" / "train_summary.json")["steps"])
+    for path in sorted(metrics_files):
+        model, method, seed, steps = _cell_steps(path)
         quarter = len(steps) // 4
         if quarter < 2:
             continue
