@@ -58,6 +58,31 @@ def search_habits(problems: list[dict], texts: list[str], habit: str) -> str:
             f"a slip in {slips}/{checks} checks, shows the habit in {habitual}/{searches} (right in {habitual_right})")
 
 
+def toy_trainer(cfg: dict, run: Path, train: dict, sampling: dict, method: str, seed: int):
+    """agon's own Trainer for the default's `method` on the run's toy base, in this process on
+    1 thread, with `train` and `sampling` as given: (trainer, prompt format). Shared by the
+    development probes (this one and scripts/learning_probe.py)."""
+    import torch
+
+    from agon import precision
+    from agon.generate import make_backend
+    from agon.models import load_for_job
+    from agon.rl.trainer import Trainer
+    from agon.verify.grading import Grader
+
+    torch.set_num_threads(1)
+    spec = {"attn_implementation": cfg["models"]["toy"].get("attn_implementation"), "prompt_style": "toy",
+            "base_path": str(run / "models" / "toy" / "base"), "generation": cfg["generation"],
+            "precision": cfg["precision"], "sampling": sampling, "seed": seed, "threads": 1,
+            "train": train, "method": cfg["methods"][method]}
+    base, tokenizer, fmt = load_for_job(spec, device="cpu")
+    resolved = precision.resolve(cfg["precision"], "cpu")
+    trainer = Trainer(base, tokenizer, fmt, train, spec["method"], sampling, seed, precision_name=resolved,
+                      backend_factory=lambda m: make_backend(spec, m, tokenizer, resolved),
+                      grader=Grader.for_spec(spec))
+    return trainer, fmt
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run", default=str(ROOT / "results" / "toy"), help="a run's results folder")
@@ -68,30 +93,15 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=None, help="stop after this many steps (default: one epoch)")
     args = parser.parse_args()
 
-    import torch
-
-    from agon import io, precision
+    from agon import io
     from agon.config import load
-    from agon.generate import make_backend
-    from agon.models import load_for_job
-    from agon.rl.trainer import Trainer
-    from agon.verify.grading import Grader
 
-    torch.set_num_threads(1)
     cfg = load(ROOT / "config" / "config.yaml")
     run = Path(args.run)
     sampling = {**cfg["sampling"]["train"], "max_new_tokens": args.cap}
     train = {**cfg["train"], "lr": args.lr if args.lr is not None else cfg["train"]["lr"], "max_steps": args.steps,
              "lam": args.lam if args.lam is not None else cfg["train"]["lam"]}
-    spec = {"attn_implementation": cfg["models"]["toy"].get("attn_implementation"), "prompt_style": "toy",
-            "base_path": str(run / "models" / "toy" / "base"), "generation": cfg["generation"],
-            "precision": cfg["precision"], "sampling": sampling, "seed": args.seed, "threads": 1,
-            "train": train, "method": cfg["methods"]["grpo"]}
-    base, tokenizer, fmt = load_for_job(spec, device="cpu")
-    resolved = precision.resolve(cfg["precision"], "cpu")
-    trainer = Trainer(base, tokenizer, fmt, train, spec["method"], sampling, args.seed, precision_name=resolved,
-                      backend_factory=lambda m: make_backend(spec, m, tokenizer, resolved),
-                      grader=Grader.for_spec(spec))
+    trainer, fmt = toy_trainer(cfg, run, train, sampling, "grpo", args.seed)
     heldout = io.read_jsonl(run / "data" / "toy_math" / "heldout.jsonl")
     habit = cfg["tables"]["table0_preconditions"]["habit"]["pattern"]  # one definition: Table 0's
 

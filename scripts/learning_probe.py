@@ -35,6 +35,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "scripts"))  # grpo_probe.toy_trainer
 
 BASE_SAMPLES, VALIDATION_SAMPLES, AGREEMENT_STEPS = 32, 8, 12
 
@@ -71,15 +72,12 @@ def main() -> None:
     import numpy as np
     import torch
     import yaml
+    from grpo_probe import toy_trainer
 
-    from agon import io, precision
+    from agon import io
     from agon.config import load
-    from agon.generate import make_backend
-    from agon.models import load_for_job
-    from agon.rl.trainer import StepContext, Trainer
-    from agon.verify.grading import Grader
+    from agon.rl.trainer import StepContext
 
-    torch.set_num_threads(1)
     cfg = load(ROOT / "config" / "config.yaml")
     run = Path(args.run)
     train, sampling = dict(cfg["train"]), dict(cfg["sampling"]["train"])
@@ -88,15 +86,7 @@ def main() -> None:
         if not key.startswith("train.") or not _:
             raise SystemExit(f"--set {item!r}: expected train.KEY=VALUE")
         train[key.removeprefix("train.")] = yaml.safe_load(value)
-    spec = {"attn_implementation": cfg["models"]["toy"].get("attn_implementation"), "prompt_style": "toy",
-            "base_path": str(run / "models" / "toy" / "base"), "generation": cfg["generation"],
-            "precision": cfg["precision"], "sampling": sampling, "seed": args.seed, "threads": 1,
-            "train": train, "method": cfg["methods"][args.method]}
-    base, tokenizer, fmt = load_for_job(spec, device="cpu")
-    resolved = precision.resolve(cfg["precision"], "cpu")
-    trainer = Trainer(base, tokenizer, fmt, train, spec["method"], sampling, args.seed, precision_name=resolved,
-                      backend_factory=lambda m: make_backend(spec, m, tokenizer, resolved),
-                      grader=Grader.for_spec(spec))
+    trainer, fmt = toy_trainer(cfg, run, train, sampling, args.method, args.seed)
     problems = io.read_jsonl(run / "data" / "toy_math" / "train.jsonl")
     per_step = train["problems_per_step"]
 

@@ -372,8 +372,8 @@ class Trainer:
         stats["groups"], stats["dropped_groups"] = adv.groups, adv.dropped_groups
         # TRL's mask_truncated_completions (DAPO's overlong filtering): a completion the cap cut off
         # keeps its reward in its group's mean and std but is left out of the loss and of its normaliser
-        in_loss = [not (self.cfg.get("mask_truncated_completions", False) and stream.completions[i].truncated)
-                   for i in sampled]
+        masked = self.cfg.get("mask_truncated_completions", False)
+        in_loss = [not (masked and stream.completions[i].truncated) for i in sampled]
         kept = [j for j, k in enumerate(adv.keep) if k and in_loss[j]]  # positions in `sampled`
         if not kept:
             return False, stats
