@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from agon import io
+from agon.report import claims
 from agon.config import load as load_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -204,6 +205,12 @@ def test_every_table_in_three_formats_and_the_report_lists_them(finished_run):
         assert f"<!-- table: {name} -->" in report and f"`tables/{name}.tex`" in report
     assert "figures/fig7a.png" in report and "figures/fig7b.png" in report
     assert "qwen3-4b" in report.split("## Notes")[1]          # absent models are named in the notes
+    # the report opens with the paper's claims, one row per claim, rendered from the csv's numbers
+    assert report.index("<!-- table: claims -->") < report.index("## What ran")
+    claimed = claims.read_rows(results / "tables" / "claims.csv")
+    assert [r["claim"] for r in claimed] == [c["claim"] for c in config["tables"]["claims"]["claims"]]
+    assert all(r["verdict"] in (claims.HOLDS, claims.REVERSED, claims.UNRESOLVED) for r in claimed)
+    assert "\n".join(claims.markdown(claimed)) in (results / "tables" / "claims.md").read_text()
 
     def rows(name):
         return list(csv.DictReader(open(results / "tables" / f"{name}.csv")))

@@ -341,6 +341,10 @@ def cmd_table(args) -> None:
         from .report.contrasts import write_contrasts
 
         write_contrasts(spec, args.records, Path(args.out_prefix))
+    elif spec.get("kind") == "claims":
+        from .report.claims import write_claims
+
+        write_claims(spec, args.records, Path(args.out_prefix), args.reported)
     else:
         tables.write_table(spec, args.records, Path(args.out_prefix), args.reported)
 
@@ -431,8 +435,9 @@ def cmd_report(args) -> None:
     if args.fig7b:
         figs["Figure 7b: held-out pass@1 (95% CI band) of adapter snapshots during training; step 0 is "
              "the untrained base, the last point the final adapters (points: figures/fig7b.csv)"] = rel(args.fig7b)
+    headline = [name for name in tables if spec["tables"].get(name, {}).get("kind") == "claims"]
     report.write_report(out, title=f"Agon reproduction - run {spec['run']}", config=spec,
-                        tables=tables, figures=figs, provenance=provenance, notes=notes)
+                        tables=tables, figures=figs, provenance=provenance, notes=notes, headline=headline)
 
 
 PROVENANCE_FILES = ("provenance.json", "train_summary.json", "agon_base.json", "manifest.json")

@@ -277,6 +277,8 @@ def _table_problems(name: str, table: dict, config: dict) -> list[str]:
         return _preconditions_problems(where, table, config)
     if table.get("kind") == "contrasts":
         return _contrasts_problems(where, table, config)
+    if table.get("kind") == "claims":
+        return _claims_problems(where, table, config)
     for key in ("models", "rows"):
         if key not in table:
             out.append(f"missing config key(s) '{where}.{key}'")
@@ -317,6 +319,38 @@ def _contrasts_problems(where: str, table: dict, config: dict) -> list[str]:
             for x in pair if x not in known]
     if "benchmark" in table and table["benchmark"] not in config["benchmarks"]:
         out.append(f"{where}.benchmark: unknown benchmark {table['benchmark']!r}")
+    return out
+
+
+def _claims_problems(where: str, table: dict, config: dict) -> list[str]:
+    """The claims name rows (evaluations or picks) and benchmarks; a rival_length claim reads a cascade."""
+    out = [f"missing config key(s) '{where}.{k}'" for k in ("models", "claims") if k not in table]
+    picks, evaluations = config.get("picks", {}), config["evaluations"]
+
+    def cascade(row):
+        return all(evaluations.get(e, {}).get("protocol") == "cascade" for e in picks.get(row, [row]))
+
+    for i, claim in enumerate(table.get("claims", [])):
+        at = f"{where}.claims[{i}] ({claim.get('claim', '?')!r})"
+        measure = claim.get("measure", "pass")
+        if measure == "rival_length":
+            if "b" in claim:
+                out.append(f"{at}.b: a rival_length claim reads one cascade, `a`; drop b")
+            elif (claim["a"] in evaluations or claim["a"] in picks) and not cascade(claim["a"]):
+                out.append(f"{at}.a: rival_length needs a cascade (protocol: cascade), not {claim['a']!r}")
+        elif "b" not in claim:
+            out.append(f"missing config key '{at}.b'")
+        for key in ("a", "b"):
+            if key in claim and claim[key] not in evaluations and claim[key] not in picks:
+                out.append(f"{at}.{key}: unknown evaluation or pick {claim[key]!r}")
+        bench = claim.get("benchmark") or table.get("benchmark")
+        if bench is None:
+            out.append(f"{at}: no benchmark (give the claim's or the table's `benchmark`)")
+        elif bench not in config["benchmarks"]:
+            out.append(f"{at}.benchmark: unknown benchmark {bench!r}")
+        paper = claim.get("paper") or {}
+        if paper and "text" not in paper and not {"table", "benchmark"} <= set(paper):
+            out.append(f"{at}.paper: give `table` and `benchmark` (a config/reported.yaml cell pair) or `text`")
     return out
 
 

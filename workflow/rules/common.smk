@@ -276,7 +276,12 @@ def is_design(table):
 
 
 def table_benchmarks(t):
-    """A table's benchmarks: `benchmarks`, or the one `benchmark` (one block of rows each)."""
+    """A table's benchmarks: `benchmarks`, or the one `benchmark` (one block of rows each); the claims
+    table's, each claim's."""
+    if t.get("kind") == "claims":
+        from agon.report.claims import needs
+
+        return list(dict.fromkeys(b for _, b in needs(t)))
     return list(t.get("benchmarks") or [t["benchmark"]])
 
 
@@ -311,6 +316,11 @@ def table_needs(table):
         from agon.report.contrasts import evaluations
 
         return row_needs(evaluations(t), [t["benchmark"]], t.get("select_on", "validation"))
+    if table_kind(table) == "claims":  # each claim's two rows on its benchmark (a pick: its candidates)
+        from agon.report.claims import needs
+
+        select_on = t.get("select_on", "validation")
+        return list(dict.fromkeys(n for row, bench in needs(t) for n in row_needs([row], [bench], select_on)))
     return row_needs(t["rows"], table_benchmarks(t), t.get("select_on", "validation"))
 
 
@@ -379,7 +389,7 @@ def table_spec(wc):
         **t,
         "seeds": config["seeds"],
         "picks": {row: picks[row] for row in t.get("rows", []) + [x for c in t.get("contrasts", []) for x in c]
-                  if row in picks},
+                  + [c[k] for c in t.get("claims", []) for k in ("a", "b") if c.get(k)] if row in picks},
         "paper_models": {m: config["models"][m].get("paper_model") for m in table_models(wc.table)},
         "absent_models": [m for m in t["models"] if m not in config["models"]],
         "splits": table_splits(wc),

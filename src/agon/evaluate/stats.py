@@ -151,6 +151,12 @@ def seed_mean_interval(values: list[float], confidence: float = 0.95) -> tuple[f
     known given run-to-run spread, not how well one run's pass@1 is (that is the
     per-seed Clopper-Pearson interval). None for fewer than two seeds.
     """
+    return mean_interval(values, confidence)
+
+
+def mean_interval(values: list[float], confidence: float = 0.95) -> tuple[float, float] | None:
+    """mean +- t_{(1+c)/2, n-1} * sd / sqrt(n), the Student-t interval of a mean (over seeds, or over
+    problems' paired differences). None for fewer than two values."""
     vals = [float(v) for v in values]
     if len(vals) < 2:
         return None

@@ -141,15 +141,22 @@ def _provenance(provenance: list[dict]) -> list[str]:
     return out
 
 
+def _embedded(name: str, text: str, by: int) -> list[str]:
+    return [f"<!-- table: {name} -->", _demote_headings(text.rstrip("\n"), by), ""]
+
+
 def render_report(*, title: str, config: dict, tables: dict[str, str], figures: dict[str, str],
-                  provenance: list[dict], notes: list[str]) -> str:
+                  provenance: list[dict], notes: list[str], headline: list[str] = ()) -> str:
     """The report as markdown text (see `write_report`)."""
     out = [f"# {title}", ""]
+    for name in headline:  # the paper's claims: what a reader wants first
+        out += _embedded(name, tables[name], 1)
     out += _what_ran(config)
     out += ["## Tables", ""]
-    if tables:
-        for name, text in tables.items():
-            out += [f"<!-- table: {name} -->", _demote_headings(text.rstrip("\n")), ""]
+    rest = {name: text for name, text in tables.items() if name not in headline}
+    if rest:
+        for name, text in rest.items():
+            out += _embedded(name, text, 2)
     else:
         out += ["No tables.", ""]
     out += ["## Figures", ""]
@@ -170,10 +177,12 @@ def render_report(*, title: str, config: dict, tables: dict[str, str], figures: 
 
 
 def write_report(out_path, *, title: str, config: dict, tables: dict[str, str],
-                 figures: dict[str, str], provenance: list[dict], notes: list[str]) -> str:
+                 figures: dict[str, str], provenance: list[dict], notes: list[str],
+                 headline: list[str] = ()) -> str:
     """Write the markdown run report to `out_path` atomically; returns the text.
 
-    Sections: title; "What ran" (run name, seeds, models, training methods with their
+    Sections: title; the `headline` tables (the paper's claims), each as a section of its own;
+    "What ran" (run name, seeds, models, training methods with their
     knobs, evaluations, benchmarks, from `config`); every table in the given order
     (table name -> markdown, headings nested under the section); every figure as an
     image with its caption (caption -> path relative to the report); "Provenance"
@@ -182,6 +191,6 @@ def write_report(out_path, *, title: str, config: dict, tables: dict[str, str],
     differ or are dirty); the notes; and the full config as a fenced YAML block.
     """
     text = render_report(title=title, config=config, tables=tables, figures=figures,
-                         provenance=provenance, notes=notes)
+                         provenance=provenance, notes=notes, headline=headline)
     io.write_text(out_path, text)
     return text
