@@ -9,7 +9,7 @@ run's base and train split (one epoch, or its first `--steps` steps), with `--ca
 samples the held-out split once with the bare base and once with the trained adapter
 (the same sampling seed) and prints both pass@1 counts, how many were cut by the cap,
 the paired counts (right only with GRPO, right only with the base) and, for level-5
-searches, how each searches (first try right, repeated tries, slips). docs/measurements.md,
+searches, how each searches (first try right, repeated tries, slips). docs/measurements-archive.md,
 "The blind-search world (before bisection)", quotes it.
 """
 

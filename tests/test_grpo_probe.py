@@ -1,4 +1,4 @@
-"""scripts/grpo_probe.py's count of how the toy base searches (docs/measurements.md quotes it)."""
+"""scripts/grpo_probe.py's count of how the toy base searches (docs/measurements-archive.md quotes it)."""
 
 import importlib.util
 from pathlib import Path
