@@ -6,8 +6,9 @@
 A development tool, not a pipeline step, behind the default's `train` settings
 (docs/measurements.md, "RL that learns (2026-12-05)"). It reads the run's base and splits (run the
 default, or at least its `base` and `prepare` jobs, first) and uses the default's `train`
-and `sampling` settings with each `--set` applied on top (YAML values: `--set
-train.epochs=4`). On one thread:
+and `sampling.train` settings with each `--set` applied on top (YAML values: `--set
+train.epochs=4`; `sampling.KEY` sets training's sampling: the base's rates and validation
+always sample with `sampling.eval`). On one thread:
 
 1. the base's pass rate on every training problem (32 samples each, kept in
    <run>/probe/base_pass_rates.json), so that each step's training pass rate can be read
@@ -64,7 +65,7 @@ def main() -> None:
     ap.add_argument("--run", default=str(ROOT / "results" / "toy"))
     ap.add_argument("--method", default="grpo")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--set", action="append", default=[], metavar="train.KEY=VALUE")
+    ap.add_argument("--set", action="append", default=[], metavar="train.KEY=VALUE | sampling.KEY=VALUE")
     ap.add_argument("--metrics", help="keep the run's per-step metrics here (a jsonl file)")
     ap.add_argument("--gradient-agreement", action="store_true")
     args = ap.parse_args()
@@ -81,11 +82,13 @@ def main() -> None:
     cfg = load(ROOT / "config" / "config.yaml")
     run = Path(args.run)
     train, sampling = dict(cfg["train"]), dict(cfg["sampling"]["train"])
+    evaluation = dict(cfg["sampling"]["eval"])  # the base's rates and validation: never changed by --set
     for item in args.set:
         key, _, value = item.partition("=")
-        if not key.startswith("train.") or not _:
-            raise SystemExit(f"--set {item!r}: expected train.KEY=VALUE")
-        train[key.removeprefix("train.")] = yaml.safe_load(value)
+        section, _dot, name = key.partition(".")
+        if section not in ("train", "sampling") or not name or not _:
+            raise SystemExit(f"--set {item!r}: expected train.KEY=VALUE or sampling.KEY=VALUE (training's sampling)")
+        (train if section == "train" else sampling)[name] = yaml.safe_load(value)
     trainer, fmt = toy_trainer(cfg, run, train, sampling, args.method, args.seed)
     problems = io.read_jsonl(run / "data" / "toy_math" / "train.jsonl")
     per_step = train["problems_per_step"]
@@ -116,7 +119,7 @@ def main() -> None:
         for start in range(0, len(problems), 16):
             chunk = problems[start:start + 16]
             done = trainer.backend.sample(None, [fmt.plain(p) for p in chunk for _ in range(BASE_SAMPLES)],
-                                          sampling, 777 + start)
+                                          evaluation, 777 + start)
             for j, p in enumerate(chunk):
                 own = done[j * BASE_SAMPLES:(j + 1) * BASE_SAMPLES]
                 rates[p["id"]] = sum(trainer.grader(p, c)[0] for c in own) / BASE_SAMPLES
@@ -145,7 +148,7 @@ def main() -> None:
     repeated = [p for p in validation for _ in range(VALIDATION_SAMPLES)]
 
     def right(adapter):
-        done = trainer.backend.sample(adapter, [fmt.plain(p) for p in repeated], sampling, 4242)
+        done = trainer.backend.sample(adapter, [fmt.plain(p) for p in repeated], evaluation, 4242)
         return np.array([trainer.grader(p, c)[0] for p, c in zip(repeated, done)])
 
     untrained, trained = right(None), right(trainer.adapters[0])
