@@ -456,7 +456,7 @@ def test_no_user_namespaces_is_refused_saying_what_to_enable():
     user namespace whose allowance of nested namespaces is used up, so bwrap cannot make its own."""
     script = textwrap.dedent(f"""
         import sys
-        sys.path.insert(0, {str(Path(sandbox.__file__).parents[2])!r})
+        sys.path.insert(0, {str(Path(sandbox.__file__).parents[3])!r})
         from agon.verify import sandbox
         try:
             sandbox.check()
@@ -628,7 +628,7 @@ def test_a_killed_harness_leaves_no_process_and_no_file(sandbox_baseline):
     before = set(glob.glob(os.path.join(tempfile.gettempdir(), "agon_sandbox_*")))
     script = textwrap.dedent(f"""
         import sys
-        sys.path.insert(0, {str(Path(sandbox.__file__).parents[2])!r})
+        sys.path.insert(0, {str(Path(sandbox.__file__).parents[3])!r})
         from agon.verify import sandbox
         sandbox.check()
         print("ready", flush=True)
