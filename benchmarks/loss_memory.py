@@ -11,7 +11,7 @@ initialised Qwen3-architecture model with LoRA (peft), and the peak is read ther
 process's peak resident memory on CPU (getrusage; the baseline of an idle model is printed
 and subtracted), torch.cuda.max_memory_allocated on CUDA. "one pass" is the former loss
 (every position's full-vocabulary logits of the whole stream at once, tests/test_loss_micro_batch.py
-keeps it as the reference); "micro-batched" is agon.rl.trainer's pass at a fixed
+keeps it as the reference); "micro-batched" is agon.rl.logprobs' pass at a fixed
 train.loss_micro_batch_tokens. The goal: micro-batched peaks flat (within 10%) across stream sizes.
 """
 
@@ -36,7 +36,7 @@ def child(args) -> None:
     sys.path.insert(0, str(ROOT / "tests"))
     from agon.generate import Completion
     from agon.models import LoraPolicies
-    from agon.rl import trainer as trainer_mod
+    from agon.rl import logprobs
     from agon.rl.loss import policy_loss
     from reference_loss import one_pass_logps
 
@@ -71,8 +71,8 @@ def child(args) -> None:
             logp, mask = one_pass_logps(m, completions, 1.0, 0)
             policy_loss(logp, logp.detach(), advantages, mask.to(device), "dapo").backward()
         else:
-            for group in trainer_mod.micro_batches(completions, args.budget):
-                logp, mask = trainer_mod.sequence_logps(m, [completions[i] for i in group], 1.0, 0)
+            for group in logprobs.micro_batches(completions, args.budget):
+                logp, mask = logprobs.sequence_logps(m, [completions[i] for i in group], 1.0, 0)
                 policy_loss(logp, logp.detach(), advantages[group], mask, "dapo").backward()
     peak = (torch.cuda.max_memory_allocated() if device == "cuda"
             else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024) - base

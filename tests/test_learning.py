@@ -31,7 +31,8 @@ from agon.generate import make_backend
 from agon.models import load_base
 from agon.prompts import PromptFormat
 from agon.rl import methods, rewards
-from agon.rl.trainer import Trainer, sequence_logps
+from agon.rl.logprobs import sequence_logps
+from agon.rl.trainer import Trainer
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,6 +1,6 @@
 """The loss pass in micro-batches: the gradient equals one pass over the whole stream.
 
-The reference is the one-pass loss as it was (right-padded rows, full-vocabulary logits at
+The reference is a plain one-pass loss (right-padded rows, full-vocabulary logits at
 every position, one backward): the micro-batched pass (left-padded rows, logits at the
 completion positions only, fp32 log-softmax recomputed in backward) must give the same
 adapter gradients, in fp32, to a tolerance, for every loss type and for budgets from one
@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from agon.generate import Completion
-from agon.rl import trainer as trainer_mod
+from agon.rl import logprobs
 from agon.rl.loss import LOSS_TYPES, dropped_rollouts_scale, policy_loss
 from reference_loss import one_pass_logps
 from test_trainer import TRAIN, _trainer, tiny_base  # noqa: F401  (the fixture)
@@ -63,7 +63,7 @@ def test_micro_batched_gradient_equals_the_one_pass_gradient(tiny_base, loss_typ
     for budget in (1, 60, 200, 10**6):  # one row each, a few rows, ..., the whole stream at once
         trainer.policies.model.zero_grad(set_to_none=True)
         total = 0.0
-        for group in trainer_mod.micro_batches(completions, budget):
+        for group in logprobs.micro_batches(completions, budget):
             part, m, _ = trainer._micro_batch_loss("A", [completions[i] for i in group], adv[group])
             part = part * dropped_rollouts_scale(loss_type, int(m.sum()), all_tokens, len(group), all_seqs)
             part.backward()
@@ -78,7 +78,7 @@ def test_micro_batched_gradient_equals_the_one_pass_gradient(tiny_base, loss_typ
 def test_micro_batches_respect_the_token_budget():
     completions, _ = stream(rows=20)
     for budget in (1, 50, 120, 400):
-        groups = trainer_mod.micro_batches(completions, budget)
+        groups = logprobs.micro_batches(completions, budget)
         assert sorted(i for g in groups for i in g) == list(range(20))  # every row once
         widths = [[len(completions[i].prompt_ids) + len(completions[i].completion_ids) for i in g] for g in groups]
         assert [w for g in widths for w in g] == sorted(w for g in widths for w in g)  # grouped by length

@@ -340,7 +340,7 @@ def test_pair_through_real_step_context():
 
 @pytest.mark.parametrize("kind", ["pair", "grpo"])
 def test_every_step_batch_gets_one_group_per_slot(kind):
-    from agon.rl.trainer import epoch_order
+    from agon.rl.schedule import epoch_order
 
     N, per_step = 4, 2
     probs = _problems(3)

@@ -137,7 +137,7 @@ def test_the_compact_loss_pass_is_refused_where_it_cannot_compute_the_loss(tiny_
 
 
 def test_the_learning_rate_schedules_warm_up_then_decay_or_hold():
-    from agon.rl.trainer import lr_schedule
+    from agon.rl.schedule import lr_schedule
 
     linear = lr_schedule(10, 0.2)
     assert [linear(s) for s in range(10)] == pytest.approx([0.5, 1.0, 1.0, 7 / 8, 6 / 8, 5 / 8, 4 / 8, 3 / 8, 2 / 8, 1 / 8])

@@ -1,32 +1,29 @@
 """The one training loop every method shares.
 
 Per optimizer step t:
-  1. take the next `problems_per_step` problems of a seeded one-epoch order;
+  1. take the next `problems_per_step` problems of a seeded one-epoch order (schedule.py);
   2. the method samples and rewards its streams (methods.py);
   3. each stream: group-relative advantages, dropped zero-variance groups,
-     clipped policy-gradient loss through its own adapter;
+     clipped policy-gradient loss through its own adapter, over micro-batches of its
+     rollouts (their log-probabilities: logprobs.py);
   4. every adapter that received a loss takes one optimizer step.
 
 Every random draw of step t is seeded from (seed, t, stream tag), so a run
 resumed from a checkpoint at step t continues exactly as if uninterrupted;
-the checkpoint holds adapters, optimizers, schedulers and the step.
+the checkpoint holds adapters, optimizers, schedulers and the step (checkpoints.py).
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
-import random
-import signal
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from io import BytesIO
 from pathlib import Path
 
 import torch
-import torch.utils.checkpoint
 from tqdm import tqdm
 
 from .. import io, precision, prompts
@@ -37,7 +34,10 @@ from ..models import LoraPolicies
 from ..verify.grading import Grader
 from . import methods as methods_mod
 from .advantages import group_advantages
-from .loss import dropped_rollouts_scale, policy_loss, selective_log_softmax
+from .checkpoints import on_sigterm, read_checkpoint
+from .logprobs import LOSS_MICRO_BATCH_TOKENS, SamplerGap, micro_batches, sequence_logps
+from .loss import dropped_rollouts_scale, policy_loss
+from .schedule import epoch_order, lr_schedule
 
 
 def step_seed(seed: int, step: int, tag: str) -> int:
@@ -78,172 +78,9 @@ class StepContext:
         return prompts.summary(text)
 
 
-# A loss pass's micro-batch: padded rows x row length at most this many tokens (config
-# train.loss_micro_batch_tokens). Peak memory follows the micro-batch, not the stream: the
-# forward, its activations and the completion logits of one micro-batch at a time, each
-# backward run at once (the gradient is the one-pass gradient: tests/test_loss_micro_batch.py).
-# On a CPU, rows grouped by length in micro-batches of 4096 tokens made the toy's loss pass
-# 0.84-0.93x as long as one group of 16384 in stream order at its 96-token cap, 0.52-0.56x
-# at 208 tokens (benchmarks/loss_micro_batches.py, two runs); paper.yaml sets 16384 for a GPU.
-LOSS_MICRO_BATCH_TOKENS = 4096
 # Rollouts per stream on which each step's update KL is measured (`update_kl`): spread over the
 # stream's loss rows; one extra no-gradient forward of this many rows a step.
 UPDATE_KL_ROWS = 16
-# Rows of completion logits turned into fp32 log-probabilities at a time, recomputed in the
-# backward pass (torch.utils.checkpoint) instead of kept: no fp32 copy of the logits lives on.
-LOGSOFTMAX_CHUNK_TOKENS = 4096
-
-
-def micro_batches(completions, max_tokens: int) -> list[list[int]]:
-    """Indices of `completions` in groups whose padded size (rows x the longest prompt +
-    completion) stays within `max_tokens` (a single longer row is a group alone).
-
-    Rows are grouped in order of length, so a group pads its rows to nearly their own
-    length: under a cap that only some completions reach, padding rows in stream order
-    computed 1.7x the real tokens at the toy search's 208-token cap (1.2x at 96).
-    """
-    lengths = [len(c.prompt_ids) + len(c.completion_ids) for c in completions]
-    return group_rows(lengths, sorted(range(len(lengths)), key=lengths.__getitem__), max_tokens)
-
-
-def group_rows(lengths: list[int], order, max_tokens: int) -> list[list[int]]:
-    """Row indices, taken in `order`, cut into consecutive groups of at most `max_tokens`
-    padded tokens (rows x the longest of `lengths` among them; a longer row is a group alone)."""
-    groups, current, width = [], [], 0
-    for i in order:
-        n = lengths[i]
-        if current and max(width, n) * (len(current) + 1) > max_tokens:
-            groups.append(current)
-            current, width = [], 0
-        current.append(i)
-        width = max(width, n)
-    if current:
-        groups.append(current)
-    return groups
-
-
-def _token_logps(logits: torch.Tensor, targets: torch.Tensor, temperature: float) -> torch.Tensor:
-    # TRL scales logits by the sampling temperature before the log-softmax.
-    return selective_log_softmax(logits.float() / temperature, targets)
-
-
-def sequence_logps(model, completions, temperature: float, pad_id: int):
-    """Per-token log-probs of each completion given its prompt: (B, T) and mask (B, T).
-
-    `model` is a transformers causal LM (a PeftModel routed to one adapter) or a
-    `CompactQwen3` (train.loss_forward: compact). Rows are left-padded, so every completion
-    ends at the last position and the model's head runs only over the last T + 1 positions
-    (`logits_to_keep`; the prompt's logits are never made); position ids count from each
-    row's first real token, as if unpadded. Row i's completion fills the last n_i columns of
-    its row of the result (mask 1 there).
-    """
-    rows = [c.prompt_ids + c.completion_ids for c in completions]
-    width = max(map(len, rows))
-    T = max(len(c.completion_ids) for c in completions)
-    compact = isinstance(model, CompactQwen3)
-    device = model.embed.device if compact else next(model.parameters()).device
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    attn = torch.zeros((len(rows), width), dtype=torch.long)
-    mask = torch.zeros((len(rows), T))
-    for i, (r, c) in enumerate(zip(rows, completions)):
-        ids[i, width - len(r):] = torch.tensor(r)
-        attn[i, width - len(r):] = 1
-        mask[i, T - len(c.completion_ids):] = 1
-    positions = (attn.cumsum(-1) - 1).clamp(min=0)
-    ids, attn, positions = ids.to(device), attn.to(device), positions.to(device)
-    if compact:
-        logits = model.completion_logits(ids, attn, positions, last=T + 1)
-    else:
-        logits = model(input_ids=ids, attention_mask=attn, position_ids=positions, logits_to_keep=T + 1,
-                       use_cache=False).logits  # no KV cache: nothing is generated from this pass
-    logits, targets = logits[:, :-1], ids[:, width - T:]  # the logit at position t predicts token t + 1
-    step = max(1, LOGSOFTMAX_CHUNK_TOKENS // T)
-    parts = []
-    for start in range(0, len(rows), step):
-        chunk = (logits[start:start + step], targets[start:start + step], temperature)
-        parts.append(torch.utils.checkpoint.checkpoint(_token_logps, *chunk, use_reentrant=False)
-                     if logits.requires_grad else _token_logps(*chunk))
-    return torch.cat(parts), mask.to(device)
-
-
-class SamplerGap:
-    """How far the loss pass's log-probabilities of the sampled tokens are from the sampler's own
-    (`Completion.logprobs`, where the backend reports them): the same weights and tokens should
-    give the same numbers up to float rounding, so a gap beyond it means the loss scores another
-    policy than the one that sampled (a stale adapter, a shifted token, another prompt)."""
-
-    def __init__(self):
-        self.total, self.tokens, self.largest = 0.0, 0, 0.0
-
-    def add(self, loss_logps: torch.Tensor, sampler_logps: list[float] | None) -> None:
-        if sampler_logps is None:
-            return
-        if len(sampler_logps) != loss_logps.shape[0]:
-            raise ValueError(f"the sampler scored {len(sampler_logps)} tokens of a completion of {loss_logps.shape[0]}")
-        diff = (loss_logps.float().cpu() - torch.tensor(sampler_logps)).abs()
-        self.total, self.tokens = self.total + float(diff.sum()), self.tokens + diff.numel()
-        self.largest = max(self.largest, float(diff.max()))
-
-    def stats(self) -> dict:
-        if not self.tokens:
-            return {}
-        return {"sampler_logp_gap": self.total / self.tokens, "sampler_logp_gap_max": self.largest}
-
-
-def on_sigterm(callback):
-    """Call `callback` on SIGTERM instead of dying; returns a function that restores the old handler.
-
-    Only the main thread may set signal handlers; elsewhere this does nothing.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-    previous = signal.signal(signal.SIGTERM, lambda signum, frame: callback())
-    return lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
-
-
-SCHEDULES = ("linear", "constant_with_warmup")
-
-
-def lr_schedule(total_steps: int, warmup_ratio: float, kind: str = "linear"):
-    """The learning-rate factor per step, as transformers' schedulers of the same names (TRL's
-    `lr_scheduler_type`): a linear warmup over `warmup_ratio` of the steps, then a linear decay
-    to 0 at the last step (linear) or the peak rate to the end (constant_with_warmup)."""
-    if kind not in SCHEDULES:
-        raise ValueError(f"train.lr_scheduler_type: unknown {kind!r}; known: {', '.join(SCHEDULES)}")
-    warmup = max(1, int(round(warmup_ratio * total_steps)))
-
-    def factor(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / warmup
-        if kind == "constant_with_warmup":
-            return 1.0
-        return max(0.0, (total_steps - step) / max(1, total_steps - warmup))
-
-    return factor
-
-
-def epoch_order(problems: list[dict], seed: int, epochs: int) -> list[dict]:
-    order = []
-    for e in range(epochs):
-        shuffled = sorted(problems, key=lambda p: p["id"])
-        random.Random(step_seed(seed, e, "epoch")).shuffle(shuffled)
-        order += shuffled
-    return order
-
-
-def read_checkpoint(path) -> dict:
-    """A training checkpoint as data: tensors, numbers, strings and containers only.
-
-    torch's weights-only unpickler (torch >= 2.6, its `torch.load` default) refuses any other
-    object instead of running its code: on a shared filesystem, whoever can write a results
-    directory could otherwise run code in the next job that resumes from it. What `save_checkpoint`
-    writes (adapter tensors, AdamW's and LambdaLR's state dicts, the step) needs no allow-list."""
-    try:
-        return torch.load(path, weights_only=True, map_location="cpu")  # copied onto the model's device
-    except Exception as e:  # a refused object (UnpicklingError) or a damaged file (anything the unpickler raises)
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ValueError(f"{path}: not a checkpoint this trainer wrote, or damaged: refused to load it "
-                         f"({first}); delete it to train that cell from step 0") from None
 
 
 class Trainer:
@@ -310,41 +147,103 @@ class Trainer:
         factor = lr_schedule(total, self.cfg["warmup_ratio"], self.cfg.get("lr_scheduler_type", "linear"))
         return {name: torch.optim.lr_scheduler.LambdaLR(opt, factor) for name, opt in self.optimizers.items()}
 
-    # --- checkpoints -------------------------------------------------------
-    def save_checkpoint(self, path: Path, schedulers) -> None:
-        state = {
-            "step": self.step,
-            "adapters": {n: self.policies.state_dict(n) for n in self.adapters},
-            "optimizers": {n: o.state_dict() for n, o in self.optimizers.items()},
-            "schedulers": {n: s.state_dict() for n, s in schedulers.items()},
-        }
-        buffer = BytesIO()  # serialised first: a full disk then fails in our write, as an OSError naming it
-        torch.save(state, buffer)
-        io.write_bytes(path, buffer.getbuffer())
+    # --- the loop -------------------------------------------------------------
+    def fit(self, problems: list[dict], metrics_path: Path, checkpoint_path: Path, log=print,
+            stop_after: int | None = None, snapshot_dir: Path | None = None, loggers=None) -> list[dict]:
+        """Train to the end of the plan, resuming from `checkpoint_path` when it exists.
 
-    def load_checkpoint(self, path: Path, schedulers) -> None:
-        state = read_checkpoint(path)
-        for n in self.adapters:
-            self.policies.load_state_dict(n, state["adapters"][n])
-            self.optimizers[n].load_state_dict(state["optimizers"][n])
-            schedulers[n].load_state_dict(state["schedulers"][n])
-        self.step = state["step"]
-        self.backend.sync(self.policies)
+        `stop_after` ends the process early after that many steps in this call
+        (used to test resumption); the checkpoint is written first.
 
-    def save_snapshot(self, snapshot_dir: Path | None, total: int) -> None:
-        """Every `snapshot_every` steps before the last: each adapter to <snapshot_dir>/step<k>/<adapter>/.
-
-        For Figure 7b (src/agon/evaluate/curves.py). Written to a temporary folder and
-        renamed, so a step folder is complete or absent; a replayed step replaces it.
+        SIGTERM (what Slurm sends before it kills a preempted or timed-out job)
+        lets the current step finish, writes the checkpoint and returns early with
+        `self.terminated` set: the caller exits non-zero, and the retry resumes.
         """
-        every = self.cfg.get("snapshot_every")
-        if snapshot_dir is None or not every or self.step % every or self.step >= total:
-            return
-        with io.atomic_dir(Path(snapshot_dir) / f"step{self.step}") as tmp:
-            for name in self.adapters:
-                self.policies.save(name, tmp / name)
+        order, total = self.plan(problems)
+        schedulers = self._schedulers(total)
+        if checkpoint_path.exists():
+            self.load_checkpoint(checkpoint_path, schedulers)
+            log(f"resumed from {checkpoint_path} at step {self.step}/{total}")
+        history = [r for r in (io.read_jsonl(metrics_path) if metrics_path.exists() else [])
+                   if r["step"] < self.step]
+        try:  # a resumed run's record must reach its checkpoint's step, with no gap
+            check_steps(metrics_path, history, self.step)
+        except ValueError as e:
+            raise ValueError(f"cannot resume from {checkpoint_path}: {e}. Delete {checkpoint_path.parent} "
+                             "to train this cell from step 0") from None
+        io.write_jsonl(metrics_path, history)  # drop steps logged after the checkpoint
+        per_step = self.cfg["problems_per_step"]
+        every = self.cfg["checkpoint_every"]
+        done_here = 0
+        bar = tqdm(total=total, initial=self.step, desc=f"train {self.method['kind']}", unit="step",
+                   mininterval=10, file=sys.stderr)
+        self.terminated = False
+        restore_sigterm = on_sigterm(lambda: setattr(self, "terminated", True))
+        try:
+            while self.step < total:
+                batch = order[self.step * per_step:(self.step + 1) * per_step]
+                record = self.train_step(batch, schedulers)
+                bar.update(1)
+                io.append_jsonl(metrics_path, record)
+                history.append(record)
+                if loggers is not None:  # TensorBoard / W&B (agon.rl.loggers): they show metrics.jsonl
+                    loggers.log(record)
+                done_here += 1
+                summary = " ".join(
+                    f"{k} r={v['reward']:.2f} pass={v['pass_rate']:.2f} len={v['mean_length']:.0f}"
+                    for k, v in record["streams"].items())
+                log(f"step {self.step}/{total} {summary} ({record['seconds']:.1f}s)")
+                stop = self.terminated or bool(stop_after and done_here >= stop_after)
+                self.save_snapshot(snapshot_dir, total)  # before the checkpoint: a resume never skips one
+                if self.step % every == 0 or self.step == total or stop:
+                    self.save_checkpoint(checkpoint_path, schedulers)
+                if stop and self.step < total:
+                    if self.terminated:
+                        log(f"SIGTERM: stopped after step {self.step}/{total}, checkpoint written")
+                    break
+        finally:
+            restore_sigterm()
+            if loggers is not None:
+                loggers.close()
+        bar.close()
+        return history
 
-    # --- one step ------------------------------------------------------------
+    # --- one step -------------------------------------------------------------
+    def train_step(self, problems: list[dict], schedulers) -> dict:
+        t0 = time.time()
+        ctx = StepContext(self.policies, self.backend, self.fmt, self.grader, self.method,
+                          self.sampling, self.cfg["lam"], self.step, self.seed, self.adapters)
+        self.policies.model.eval()
+        streams = self.method_fn(ctx, problems)
+        release = getattr(self.backend, "release_memory", None)
+        if release is not None:  # vLLM's engine sleeps through the loss (generation.sleep_during_loss)
+            release()
+        updated = set()
+        record = {"step": self.step, "lr": schedulers[self.adapters[0]].get_last_lr()[0], "streams": {},
+                  "grad_norm": {}}
+        for stream in streams:
+            stepped, stats = self._stream_loss(stream)  # its gradient accumulated, micro-batch by micro-batch
+            record["streams"][f"{stream.role}:{stream.adapter}"] = stats
+            if stepped:
+                updated.add(stream.adapter)
+        for name in self.adapters:
+            if name in updated:  # the norm before clipping, as TRL logs it
+                norm = torch.nn.utils.clip_grad_norm_(self.policies.parameters(name), self.cfg["max_grad_norm"])
+                record["grad_norm"][name] = float(norm)
+            # An adapter without a loss this step has no gradients; AdamW skips it.
+            self.optimizers[name].step()
+            self.optimizers[name].zero_grad(set_to_none=True)
+            schedulers[name].step()
+        self._log_update_kl()
+        self.backend.sync(self.policies)
+        if torch.cuda.is_available() and next(self.policies.model.parameters()).is_cuda:
+            # hand the loss's cached blocks back, so that a vLLM engine beside the trainer
+            # (waking from its sleep, or growing its cache) finds them free
+            torch.cuda.empty_cache()
+        self.step += 1
+        record["seconds"] = round(time.time() - t0, 3)
+        return record
+
     def _stream_loss(self, stream: methods_mod.Stream) -> tuple[bool, dict]:
         skipped = sum(c.skipped is not None for c in stream.completions)
         lengths = [c.length for c in stream.completions]
@@ -406,28 +305,6 @@ class Trainer:
                                     [old_logps[i] for i in sorted(old_logps)]))
         return True, stats
 
-    def _log_update_kl(self) -> None:
-        """Each stream's `update_kl`: the per-token KL(before || after) of this step's update, on the
-        probe rollouts its loss pass kept (k3, sampled from the policy before the update)."""
-        device = next(self.policies.model.parameters()).device
-        for stats, adapter, completions, old in self._update_probes:
-            with torch.no_grad(), self._loss_model(adapter, device) as model:
-                new, _ = sequence_logps(model, completions, self.sampling["temperature"], self.tokenizer.pad_token_id)
-            log_ratio = torch.cat([new[r, new.shape[1] - c.length:] - o
-                                   for r, (c, o) in enumerate(zip(completions, old))])
-            stats["update_kl"] = float((log_ratio.exp() - log_ratio - 1).mean())
-        self._update_probes = []
-
-    @contextlib.contextmanager
-    def _loss_model(self, adapter: str | None, device):
-        """The model the loss pass runs as `adapter` (None: the bare base): the PeftModel under
-        autocast (train.loss_forward: transformers), or a CompactQwen3 over the merged weights."""
-        if self.compact_config is not None:
-            yield CompactQwen3(self.compact_config, self.policies.merged_weights(adapter, precision.dtype(self.precision)))
-            return
-        with self.policies.use(adapter) as model, precision.autocast(self.precision, device.type):
-            yield model
-
     def _micro_batch_loss(self, adapter: str, completions, advantages):
         """(the micro-batch's policy loss as policy_loss normalises it, its mask, its log-probs detached)."""
         device = next(self.policies.model.parameters()).device
@@ -451,97 +328,58 @@ class Trainer:
                            self.cfg["clip_high"], ref_logp, self.cfg["beta"], self.sampling["max_new_tokens"])
         return loss, mask, old
 
-    def train_step(self, problems: list[dict], schedulers) -> dict:
-        t0 = time.time()
-        ctx = StepContext(self.policies, self.backend, self.fmt, self.grader, self.method,
-                          self.sampling, self.cfg["lam"], self.step, self.seed, self.adapters)
-        self.policies.model.eval()
-        streams = self.method_fn(ctx, problems)
-        release = getattr(self.backend, "release_memory", None)
-        if release is not None:  # vLLM's engine sleeps through the loss (generation.sleep_during_loss)
-            release()
-        updated = set()
-        record = {"step": self.step, "lr": schedulers[self.adapters[0]].get_last_lr()[0], "streams": {},
-                  "grad_norm": {}}
-        for stream in streams:
-            stepped, stats = self._stream_loss(stream)  # its gradient accumulated, micro-batch by micro-batch
-            record["streams"][f"{stream.role}:{stream.adapter}"] = stats
-            if stepped:
-                updated.add(stream.adapter)
-        for name in self.adapters:
-            if name in updated:  # the norm before clipping, as TRL logs it
-                norm = torch.nn.utils.clip_grad_norm_(self.policies.parameters(name), self.cfg["max_grad_norm"])
-                record["grad_norm"][name] = float(norm)
-            # An adapter without a loss this step has no gradients; AdamW skips it.
-            self.optimizers[name].step()
-            self.optimizers[name].zero_grad(set_to_none=True)
-            schedulers[name].step()
-        self._log_update_kl()
+    @contextlib.contextmanager
+    def _loss_model(self, adapter: str | None, device):
+        """The model the loss pass runs as `adapter` (None: the bare base): the PeftModel under
+        autocast (train.loss_forward: transformers), or a CompactQwen3 over the merged weights."""
+        if self.compact_config is not None:
+            yield CompactQwen3(self.compact_config, self.policies.merged_weights(adapter, precision.dtype(self.precision)))
+            return
+        with self.policies.use(adapter) as model, precision.autocast(self.precision, device.type):
+            yield model
+
+    def _log_update_kl(self) -> None:
+        """Each stream's `update_kl`: the per-token KL(before || after) of this step's update, on the
+        probe rollouts its loss pass kept (k3, sampled from the policy before the update)."""
+        device = next(self.policies.model.parameters()).device
+        for stats, adapter, completions, old in self._update_probes:
+            with torch.no_grad(), self._loss_model(adapter, device) as model:
+                new, _ = sequence_logps(model, completions, self.sampling["temperature"], self.tokenizer.pad_token_id)
+            log_ratio = torch.cat([new[r, new.shape[1] - c.length:] - o
+                                   for r, (c, o) in enumerate(zip(completions, old))])
+            stats["update_kl"] = float((log_ratio.exp() - log_ratio - 1).mean())
+        self._update_probes = []
+
+    # --- checkpoints and snapshots --------------------------------------------
+    def save_checkpoint(self, path: Path, schedulers) -> None:
+        state = {
+            "step": self.step,
+            "adapters": {n: self.policies.state_dict(n) for n in self.adapters},
+            "optimizers": {n: o.state_dict() for n, o in self.optimizers.items()},
+            "schedulers": {n: s.state_dict() for n, s in schedulers.items()},
+        }
+        buffer = BytesIO()  # serialised first: a full disk then fails in our write, as an OSError naming it
+        torch.save(state, buffer)
+        io.write_bytes(path, buffer.getbuffer())
+
+    def load_checkpoint(self, path: Path, schedulers) -> None:
+        state = read_checkpoint(path)
+        for n in self.adapters:
+            self.policies.load_state_dict(n, state["adapters"][n])
+            self.optimizers[n].load_state_dict(state["optimizers"][n])
+            schedulers[n].load_state_dict(state["schedulers"][n])
+        self.step = state["step"]
         self.backend.sync(self.policies)
-        if torch.cuda.is_available() and next(self.policies.model.parameters()).is_cuda:
-            # hand the loss's cached blocks back, so that a vLLM engine beside the trainer
-            # (waking from its sleep, or growing its cache) finds them free
-            torch.cuda.empty_cache()
-        self.step += 1
-        record["seconds"] = round(time.time() - t0, 3)
-        return record
 
-    def fit(self, problems: list[dict], metrics_path: Path, checkpoint_path: Path, log=print,
-            stop_after: int | None = None, snapshot_dir: Path | None = None, loggers=None) -> list[dict]:
-        """Train to the end of the plan, resuming from `checkpoint_path` when it exists.
+    def save_snapshot(self, snapshot_dir: Path | None, total: int) -> None:
+        """Every `snapshot_every` steps before the last: each adapter to <snapshot_dir>/step<k>/<adapter>/.
 
-        `stop_after` ends the process early after that many steps in this call
-        (used to test resumption); the checkpoint is written first.
-
-        SIGTERM (what Slurm sends before it kills a preempted or timed-out job)
-        lets the current step finish, writes the checkpoint and returns early with
-        `self.terminated` set: the caller exits non-zero, and the retry resumes.
+        For Figure 7b (src/agon/evaluate/curves.py). Written to a temporary folder and
+        renamed, so a step folder is complete or absent; a replayed step replaces it.
         """
-        order, total = self.plan(problems)
-        schedulers = self._schedulers(total)
-        if checkpoint_path.exists():
-            self.load_checkpoint(checkpoint_path, schedulers)
-            log(f"resumed from {checkpoint_path} at step {self.step}/{total}")
-        history = [r for r in (io.read_jsonl(metrics_path) if metrics_path.exists() else [])
-                   if r["step"] < self.step]
-        try:  # a resumed run's record must reach its checkpoint's step, with no gap
-            check_steps(metrics_path, history, self.step)
-        except ValueError as e:
-            raise ValueError(f"cannot resume from {checkpoint_path}: {e}. Delete {checkpoint_path.parent} "
-                             "to train this cell from step 0") from None
-        io.write_jsonl(metrics_path, history)  # drop steps logged after the checkpoint
-        per_step = self.cfg["problems_per_step"]
-        every = self.cfg["checkpoint_every"]
-        done_here = 0
-        bar = tqdm(total=total, initial=self.step, desc=f"train {self.method['kind']}", unit="step",
-                   mininterval=10, file=sys.stderr)
-        self.terminated = False
-        restore_sigterm = on_sigterm(lambda: setattr(self, "terminated", True))
-        try:
-            while self.step < total:
-                batch = order[self.step * per_step:(self.step + 1) * per_step]
-                record = self.train_step(batch, schedulers)
-                bar.update(1)
-                io.append_jsonl(metrics_path, record)
-                history.append(record)
-                if loggers is not None:  # TensorBoard / W&B (agon.rl.loggers): they show metrics.jsonl
-                    loggers.log(record)
-                done_here += 1
-                summary = " ".join(
-                    f"{k} r={v['reward']:.2f} pass={v['pass_rate']:.2f} len={v['mean_length']:.0f}"
-                    for k, v in record["streams"].items())
-                log(f"step {self.step}/{total} {summary} ({record['seconds']:.1f}s)")
-                stop = self.terminated or bool(stop_after and done_here >= stop_after)
-                self.save_snapshot(snapshot_dir, total)  # before the checkpoint: a resume never skips one
-                if self.step % every == 0 or self.step == total or stop:
-                    self.save_checkpoint(checkpoint_path, schedulers)
-                if stop and self.step < total:
-                    if self.terminated:
-                        log(f"SIGTERM: stopped after step {self.step}/{total}, checkpoint written")
-                    break
-        finally:
-            restore_sigterm()
-            if loggers is not None:
-                loggers.close()
-        bar.close()
-        return history
+        every = self.cfg.get("snapshot_every")
+        if snapshot_dir is None or not every or self.step % every or self.step >= total:
+            return
+        with io.atomic_dir(Path(snapshot_dir) / f"step{self.step}") as tmp:
+            for name in self.adapters:
+                self.policies.save(name, tmp / name)
