@@ -40,9 +40,9 @@ include: "workflow/rules/clean.smk"
 
 rule all:
     input:
-        expand(f"{R}/tables/{{table}}.{{ext}}", table=config["tables"], ext=["csv", "md", "tex"]),
-        f"{R}/report.md",
+        [LAYOUT.table(t, ext) for t in config["tables"] for ext in ("csv", "md", "tex")],
+        LAYOUT.report,
         # targets of their own, so that a deleted one is rebuilt (Snakemake does not rebuild a
         # missing file that only an up-to-date job reads)
-        lambda wc: [f"{R}/figures/training_{m}.{ext}" for m in trained_models(wc) for ext in ("png", "pdf")],
+        lambda wc: [LAYOUT.figure(f"training_{m}", ext) for m in trained_models(wc) for ext in ("png", "pdf")],
     default_target: True

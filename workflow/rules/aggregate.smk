@@ -25,11 +25,11 @@ rule table:
         metrics=table_metrics,
         reported=ROOT / "config" / "reported.yaml",
     output:
-        csv=report(f"{R}/tables/{{table}}.csv", caption="../report/table.rst", category="Tables",
+        csv=report(LAYOUT.table("{table}", "csv"), caption="../report/table.rst", category="Tables",
                    labels={"table": "{table}", "format": "csv"}),
-        md=report(f"{R}/tables/{{table}}.md", caption="../report/table.rst", category="Tables",
+        md=report(LAYOUT.table("{table}", "md"), caption="../report/table.rst", category="Tables",
                   labels={"table": "{table}", "format": "md"}),
-        tex=report(f"{R}/tables/{{table}}.tex", caption="../report/table.rst", category="Tables",
+        tex=report(LAYOUT.table("{table}", "tex"), caption="../report/table.rst", category="Tables",
                    labels={"table": "{table}", "format": "tex"}),
     params:
         spec=table_spec,
@@ -47,13 +47,13 @@ rule table:
 
 rule figure_7b:
     input:
-        curves=curve_files(),
+        curves=PLAN.curve_files(),
     output:
-        png=report(f"{R}/figures/fig7b.png", caption="../report/fig7b.rst", category="Figures",
+        png=report(LAYOUT.figure("fig7b", "png"), caption="../report/fig7b.rst", category="Figures",
                    labels={"figure": "7b", "format": "png"}),
-        pdf=report(f"{R}/figures/fig7b.pdf", caption="../report/fig7b.rst", category="Figures",
+        pdf=report(LAYOUT.figure("fig7b", "pdf"), caption="../report/fig7b.rst", category="Figures",
                    labels={"figure": "7b", "format": "pdf"}),
-        csv=report(f"{R}/figures/fig7b.csv", caption="../report/fig7b.rst", category="Figures",
+        csv=report(LAYOUT.figure("fig7b", "csv"), caption="../report/fig7b.rst", category="Figures",
                    labels={"figure": "7b", "format": "csv"}),
     params:
         prefix=lambda wc, output: output.png.removesuffix(".png"),
@@ -69,9 +69,9 @@ rule training_curves:
     input:
         metrics=model_metrics,
     output:
-        png=report(f"{R}/figures/training_{{model}}.png", caption="../report/training.rst", category="Figures",
+        png=report(LAYOUT.figure("training_{model}", "png"), caption="../report/training.rst", category="Figures",
                    labels={"figure": "training curves {model}", "format": "png"}),
-        pdf=report(f"{R}/figures/training_{{model}}.pdf", caption="../report/training.rst", category="Figures",
+        pdf=report(LAYOUT.figure("training_{model}", "pdf"), caption="../report/training.rst", category="Figures",
                    labels={"figure": "training curves {model}", "format": "pdf"}),
     params:
         prefix=lambda wc, output: output.png.removesuffix(".png"),
@@ -86,18 +86,18 @@ rule training_curves:
 
 rule report:
     input:
-        tables=expand(f"{R}/tables/{{table}}.md", table=config["tables"]),
-        figure_table=f"{R}/tables/{FIG7A_TABLE}.csv",
-        fig7b=f"{R}/figures/fig7b.png",
+        tables=[LAYOUT.table(t, "md") for t in config["tables"]],
+        figure_table=LAYOUT.table(FIG7A_TABLE, "csv"),
+        fig7b=LAYOUT.figure("fig7b", "png"),
         cells=all_cells,
         metrics=all_metrics,
-        training=lambda wc: [f"{R}/figures/training_{m}.png" for m in trained_models(wc)],
+        training=lambda wc: [LAYOUT.figure(f"training_{m}", "png") for m in trained_models(wc)],
         reported=ROOT / "config" / "reported.yaml",
     output:
-        report=f"{R}/report.md",
-        fig7a=report(f"{R}/figures/fig7a.png", caption="../report/fig7a.rst", category="Figures",
+        report=LAYOUT.report,
+        fig7a=report(LAYOUT.figure("fig7a", "png"), caption="../report/fig7a.rst", category="Figures",
                      labels={"figure": "7a", "format": "png"}),
-        fig7a_pdf=report(f"{R}/figures/fig7a.pdf", caption="../report/fig7a.rst", category="Figures",
+        fig7a_pdf=report(LAYOUT.figure("fig7a", "pdf"), caption="../report/fig7a.rst", category="Figures",
                          labels={"figure": "7a", "format": "pdf"}),
     params:
         spec=lambda wc: spec_json(config),

@@ -17,9 +17,9 @@ rule fetch_model:
     input:
         unpack(fetch_inputs),
     output:
-        directory(f"{R}/models/{{model}}/base"),
+        directory(LAYOUT.base("{model}")),
     wildcard_constraints:
-        model=name_regex(models_of_kind("hub", "gguf")),
+        model=name_regex(PLAN.models_of_kind("hub", "gguf")),
     params:
         spec=fetch_spec,
     log:
@@ -34,14 +34,13 @@ rule base:
     input:
         unpack(base_inputs),
     output:
-        directory(f"{R}/models/{{model}}/base"),
+        directory(LAYOUT.base("{model}")),
     wildcard_constraints:
-        model=name_regex(models_of_kind("toy")),
+        model=name_regex(PLAN.models_of_kind("toy")),
     params:
         spec=base_spec,
-        pinned=lambda wc: f"--pinned {pinned_dir(wc.model)}" if base_source(wc.model) == "pinned" else "",
-    # a pinned base is copied (seconds, one thread); a trained one uses base.threads
-    threads: lambda wc: 1 if base_source(wc.model) == "pinned" else config["models"][wc.model]["base"].get("threads", 1)
+        pinned=lambda wc: f"--pinned {PLAN.pinned_dir(wc.model)}" if PLAN.base_source(wc.model) == "pinned" else "",
+    threads: lambda wc: PLAN.base_threads(wc.model)
     # Ready jobs start longest-first (prepare, base, train, evaluate, curve), so the short
     # evaluation and curve jobs fill the cores at the end instead of idling them; of
     # two bases, the one with more cells downstream (the critical path) goes first.
@@ -72,11 +71,11 @@ localrules:
 
 rule pin_base:
     input:
-        base=f"{R}/models/{{model}}/base",
+        base=LAYOUT.base("{model}"),
     output:
-        directory(f"{R}/pinned/{{model}}"),
+        directory(LAYOUT.pinned("{model}")),
     wildcard_constraints:
-        model=name_regex(models_of_kind("toy")),
+        model=name_regex(PLAN.models_of_kind("toy")),
     log:
         f"{R}/logs/pin/{{model}}.log",
     conda:
@@ -87,4 +86,4 @@ rule pin_base:
 
 rule pin_bases:
     input:
-        expand(f"{R}/pinned/{{model}}", model=models_of_kind("toy")),
+        expand(LAYOUT.pinned("{model}"), model=PLAN.models_of_kind("toy")),

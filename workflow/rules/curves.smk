@@ -10,7 +10,8 @@ rule curve:
     input:
         unpack(curve_inputs),
     output:
-        f"{R}/curves/{{model}}/{{row}}/seed{{seed}}.jsonl",
+        points=LAYOUT.curve("{model}", "{row}", "{seed}"),
+        provenance=LAYOUT.curve_provenance("{model}", "{row}", "{seed}"),
     params:
         spec=curve_spec,
         records_stat=lambda wc: fingerprint(curve_records(wc)),  # a damaged records file reruns the curve

@@ -10,8 +10,8 @@ localrules:
 
 rule prepare:
     output:
-        splits=expand(f"{R}/data/{{{{dataset}}}}/{{split}}.jsonl", split=SPLITS),
-        manifest=f"{R}/data/{{dataset}}/manifest.json",
+        splits=[LAYOUT.split("{dataset}", split) for split in SPLITS],
+        manifest=LAYOUT.manifest("{dataset}"),
     params:
         spec=lambda wc: spec_json({"name": wc.dataset, **config["datasets"][wc.dataset]}),
         out=lambda wc, output: os.path.dirname(output.manifest),

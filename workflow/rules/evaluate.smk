@@ -10,10 +10,10 @@ rule evaluate:
     input:
         unpack(eval_inputs),
     output:
-        directory(f"{R}/eval/{{model}}/{{cell}}/seed{{seed}}"),
+        directory(LAYOUT.eval_dir("{model}", "{cell}", "{seed}")),
     params:
         spec=eval_spec,
-        resume=lambda wc: f"{R}/checkpoints/eval/{wc.model}/{wc.cell}/seed{wc.seed}",
+        resume=lambda wc: LAYOUT.eval_resume(wc.model, wc.cell, wc.seed),
     threads: config["threads"]
     priority: 10  # longest-first, see rule base
     resources:

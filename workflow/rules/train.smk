@@ -26,13 +26,13 @@ rule train:
     input:
         unpack(train_inputs),
     output:
-        adapters=directory(f"{R}/train/{{model}}/{{method}}/seed{{seed}}/adapters"),
-        metrics=f"{R}/train/{{model}}/{{method}}/seed{{seed}}/metrics.jsonl",
+        adapters=directory(LAYOUT.adapters("{model}", "{method}", "{seed}")),
+        metrics=LAYOUT.metrics("{model}", "{method}", "{seed}"),
         # every train.snapshot_every steps, for Figure 7b (snapshots.json lists the steps)
-        snapshots=directory(f"{R}/train/{{model}}/{{method}}/seed{{seed}}/snapshots"),
+        snapshots=directory(LAYOUT.snapshots("{model}", "{method}", "{seed}")),
     params:
         spec=train_spec,
-        checkpoints=f"{R}/checkpoints/{{model}}/{{method}}/seed{{seed}}",
+        checkpoints=LAYOUT.checkpoints("{model}", "{method}", "{seed}"),
     threads: config["threads"]
     priority: 20  # longest-first, see rule base
     resources:

@@ -96,3 +96,55 @@ def read_steps(path, steps: int) -> list[dict]:
     history = io.read_jsonl(path) if Path(path).exists() else []
     check_steps(path, history, steps)
     return history
+
+
+# --- an index of records files, as tables and curves read them ---------------------------
+
+def index_records(paths: list[str], splits: dict[str, str] | None = None) -> dict[tuple, list[dict]]:
+    """{(model, evaluation, seed, benchmark): records} from records files.
+
+    `splits` ({benchmark: split file}, what the workflow passes) checks each file against
+    its benchmark's split first (agon.evaluate.records): a damaged file stops the table,
+    named, instead of shrinking a row.
+    """
+    ids_of = {b: split_ids(path) for b, path in (splits or {}).items()}
+    index = {}
+    for path in paths:
+        benchmark = Path(path).name.removesuffix(".jsonl").rsplit(".", 1)[-1]
+        if splits is not None and benchmark not in ids_of:
+            raise ValueError(f"{path}: benchmark {benchmark!r} has no split file in the table's spec")
+        records = read_records(path, ids_of[benchmark]) if splits is not None else io.read_jsonl(path)
+        if not records:
+            raise ValueError(f"{path}: no evaluation records")
+        first = records[0]
+        key = (first["model"], first["evaluation"], int(first["seed"]), first["benchmark"])
+        ids = [r["id"] for r in records]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"{path}: duplicate problem ids")
+        if key in index:
+            raise ValueError(f"{path}: a second records file for {key}")
+        index[key] = records
+    return index
+
+
+def records_for(index, model, evaluation, seed, benchmark):
+    try:
+        return index[(model, evaluation, seed, benchmark)]
+    except KeyError:
+        raise ValueError(f"no records for model {model!r}, evaluation {evaluation!r}, "
+                         f"seed {seed}, benchmark {benchmark!r}") from None
+
+
+def pass_rate(index, model, evaluation, seed, benchmark) -> float:
+    records = records_for(index, model, evaluation, seed, benchmark)
+    return sum(int(r["correct"]) for r in records) / len(records)
+
+
+def pick(index, model, candidates: list[str], seed: int, benchmark: str) -> str:
+    """The candidate with the best pass@1 on `benchmark` (ties: the first listed).
+
+    Reads only the `benchmark` records of the candidates: a pick on validation
+    never sees held-out.
+    """
+    scores = [pass_rate(index, model, c, seed, benchmark) for c in candidates]
+    return candidates[scores.index(max(scores))]

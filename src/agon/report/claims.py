@@ -38,6 +38,7 @@ from pathlib import Path
 
 from scipy import stats as _st
 
+from ..evaluate.records import index_records, pick, records_for
 from ..evaluate.stats import mcnemar_exact, mean_interval, paired_by_id, seed_mean_interval, welch_difference
 from . import reported as reported_mod
 from . import tables
@@ -78,9 +79,9 @@ def verdict(expect: str, low: float | None, high: float | None) -> str:
 
 def _resolve(index, spec, model, name, seed, bench) -> tuple[str, list[dict]]:
     picks = spec.get("picks", {})
-    evaluation = (tables.pick(index, model, picks[name], seed, spec.get("select_on", "validation"))
+    evaluation = (pick(index, model, picks[name], seed, spec.get("select_on", "validation"))
                   if name in picks else name)
-    return evaluation, tables._records(index, model, evaluation, seed, bench)
+    return evaluation, records_for(index, model, evaluation, seed, bench)
 
 
 def _lengths_by_id(records_a: list[dict], records_b: list[dict]) -> tuple[list[float], list[float]]:
@@ -256,7 +257,7 @@ def notes(spec: dict, rows: list[dict]) -> list[str]:
 
 
 def write_claims(spec: dict, record_files: list[str], out_prefix: Path, reported_path=None) -> list[dict]:
-    index = tables.index_records(record_files, spec.get("splits"))
+    index = index_records(record_files, spec.get("splits"))
     reported = reported_mod.load_reported(reported_path) if reported_path else None
     rows = build_rows(spec, index, reported)
     tables.write_plain_table(out_prefix, spec["title"], rows, COLUMNS, HEAD, display(rows),

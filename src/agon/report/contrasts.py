@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..evaluate.records import index_records, pick, records_for
 from ..evaluate.stats import mcnemar_exact, paired_by_id, seed_mean_interval
 from . import tables
 
@@ -34,9 +35,9 @@ def evaluations(spec: dict) -> list[str]:
 def _resolve(index, spec, model, name, seed) -> tuple[str, list[dict]]:
     picks = spec.get("picks", {})
     bench = spec["benchmark"]
-    evaluation = (tables.pick(index, model, picks[name], seed, spec.get("select_on", "validation"))
+    evaluation = (pick(index, model, picks[name], seed, spec.get("select_on", "validation"))
                   if name in picks else name)
-    return evaluation, tables._records(index, model, evaluation, seed, bench)
+    return evaluation, records_for(index, model, evaluation, seed, bench)
 
 
 def build_rows(spec: dict, index) -> list[dict]:
@@ -85,7 +86,7 @@ def display(rows: list[dict]) -> list[list[str]]:
 
 
 def write_contrasts(spec: dict, record_files: list[str], out_prefix: Path) -> list[dict]:
-    index = tables.index_records(record_files, spec.get("splits"))
+    index = index_records(record_files, spec.get("splits"))
     rows = build_rows(spec, index)
     notes = [f"Benchmark: {spec['benchmark']}. A difference is pass@1(a) - pass@1(b) in percentage points on "
              "the same problems; its interval is a 95% Student-t interval of the mean over seeds; the test pools "

@@ -62,6 +62,7 @@ import re
 from pathlib import Path
 
 from .. import io
+from ..evaluate.records import index_records, records_for
 from ..evaluate.stats import clopper_pearson, mcnemar_exact
 from . import tables
 
@@ -313,7 +314,7 @@ def build_rows(spec: dict, index, metrics_files: list[str]) -> list[dict]:
         if model in spec.get("absent_models", []):
             continue
         for seed in seeds:
-            get = lambda e: tables._records(index, model, e, seed, bench)  # noqa: E731
+            get = lambda e: records_for(index, model, e, seed, bench)  # noqa: E731
             solo, cascade, mixture = get(names["solo"]), get(names["cascade"]), get(names["mixture"])
             rows += rival_rows(model, seed, cascade, mixture)
             rows += protocol_rows(model, seed, solo, cascade, mixture, names)
@@ -332,7 +333,7 @@ def build_rows(spec: dict, index, metrics_files: list[str]) -> list[dict]:
                 habits += habit_rows(model, seed, solo, get(reference) if reference else None, spec["habit"],
                                    reference)
         if reference and len(seeds) >= 2:
-            right_a, right_b = _aligned(*(tables._records(index, model, reference, s, bench) for s in seeds[:2]))
+            right_a, right_b = _aligned(*(records_for(index, model, reference, s, bench) for s in seeds[:2]))
             rows += pair_rows(f"{reference}, two seeds (reference)", model, f"{seeds[0]},{seeds[1]}",
                               (f"seed {seeds[0]}", right_a), (f"seed {seeds[1]}", right_b))
     return rows + training_length_rows(metrics_files) + habits + learning_rows(metrics_files)
@@ -381,7 +382,7 @@ def summary_lines(spec: dict, rows: list[dict]) -> list[str]:
 
 
 def write_preconditions(spec: dict, record_files: list[str], metrics_files: list[str], out_prefix: Path) -> list:
-    index = tables.index_records(record_files, spec.get("splits"))
+    index = index_records(record_files, spec.get("splits"))
     rows = build_rows(spec, index, metrics_files)
     tables.write_plain_table(out_prefix, spec["title"], rows, COLUMNS, HEAD, display(rows),
                              summary_lines(spec, rows) + tables.base_notes(record_files))

@@ -49,12 +49,15 @@ Columns (csv; ours as fractions, the paper's in percent as published):
 
 from __future__ import annotations
 
+import json
+
 import re
 from pathlib import Path
 
 from .. import io
 from ..evaluate.stats import (aggregate_seeds, clopper_pearson, mcnemar_exact, paired_by_id,
                               seed_mean_interval)
+from ..evaluate.records import index_records, pick, records_for
 from . import reported as reported_mod
 
 ABSENT = "absent at this scale"
@@ -137,58 +140,6 @@ def summarize(records: list[dict]) -> dict:
     return out
 
 
-def index_records(paths: list[str], splits: dict[str, str] | None = None) -> dict[tuple, list[dict]]:
-    """{(model, evaluation, seed, benchmark): records} from records files.
-
-    `splits` ({benchmark: split file}, what the workflow passes) checks each file against
-    its benchmark's split first (agon.evaluate.records): a damaged file stops the table,
-    named, instead of shrinking a row.
-    """
-    from ..evaluate.records import read_records, split_ids
-
-    ids_of = {b: split_ids(path) for b, path in (splits or {}).items()}
-    index = {}
-    for path in paths:
-        benchmark = Path(path).name.removesuffix(".jsonl").rsplit(".", 1)[-1]
-        if splits is not None and benchmark not in ids_of:
-            raise ValueError(f"{path}: benchmark {benchmark!r} has no split file in the table's spec")
-        records = read_records(path, ids_of[benchmark]) if splits is not None else io.read_jsonl(path)
-        if not records:
-            raise ValueError(f"{path}: no evaluation records")
-        first = records[0]
-        key = (first["model"], first["evaluation"], int(first["seed"]), first["benchmark"])
-        ids = [r["id"] for r in records]
-        if len(set(ids)) != len(ids):
-            raise ValueError(f"{path}: duplicate problem ids")
-        if key in index:
-            raise ValueError(f"{path}: a second records file for {key}")
-        index[key] = records
-    return index
-
-
-def _records(index, model, evaluation, seed, benchmark):
-    try:
-        return index[(model, evaluation, seed, benchmark)]
-    except KeyError:
-        raise ValueError(f"table: no records for model {model!r}, evaluation {evaluation!r}, "
-                         f"seed {seed}, benchmark {benchmark!r}") from None
-
-
-def _pass(index, model, evaluation, seed, benchmark) -> float:
-    records = _records(index, model, evaluation, seed, benchmark)
-    return sum(int(r["correct"]) for r in records) / len(records)
-
-
-def pick(index, model, candidates: list[str], seed: int, benchmark: str) -> str:
-    """The candidate with the best pass@1 on `benchmark` (ties: the first listed).
-
-    Reads only the `benchmark` records of the candidates: a pick on validation
-    never sees held-out.
-    """
-    scores = [_pass(index, model, c, seed, benchmark) for c in candidates]
-    return candidates[scores.index(max(scores))]
-
-
 def absent_row(name: str, model: str, benchmark: str) -> dict:
     return {"method": name, "model": model, "benchmark": benchmark, "seed": "",
             "status": f"{ABSENT} (model {model!r} is not configured in this run)",
@@ -214,7 +165,7 @@ def build_rows(spec: dict, index) -> list[dict]:
                     for seed in spec["seeds"]:
                         evaluation = name if chosen_on is None else pick(index, model, picks[name], seed,
                                                                          chosen_on)
-                        records = _records(index, model, evaluation, seed, bench)
+                        records = records_for(index, model, evaluation, seed, bench)
                         row = {"method": label, "model": model, "benchmark": bench, "seed": seed,
                                **summarize(records), "_records": records, "_paper_method": name}
                         if chosen_on is not None:
@@ -430,7 +381,9 @@ def base_notes(record_files: list[str]) -> list[str]:
         prov = Path(path).parent / "provenance.json"  # eval/<model>/<cell>/seed<seed>/provenance.json
         base = io.read_json(prov).get("base") if prov.exists() else None
         if base:
-            bases.setdefault(Path(path).parts[-4], set()).add(
+            with open(path) as f:  # the records name their model
+                model = json.loads(f.readline())["model"]
+            bases.setdefault(model, set()).add(
                 (base["source"], base.get("pinned_path", ""), base["sha256"]))
     out = []
     for model, found in sorted(bases.items()):
