@@ -50,9 +50,10 @@ def step_seconds(arch: dict, cfg: dict, precision_name: str) -> tuple[float, flo
     from agon import precision
     from agon.compact import CompactQwen3, sample_ids
     from agon.completion import Completion
-    from agon.generate import make_backend
+    from agon.jobs import Job
+    from agon.jobs.train import trainer_for
     from agon.prompts import PromptFormat
-    from agon.rl.trainer import LOSS_MICRO_BATCH_TOKENS, Trainer, micro_batches
+    from agon.rl.logprobs import LOSS_MICRO_BATCH_TOKENS, micro_batches
     from agon.toy.sft import build_model
     from agon.toy.tokenizer import build_tokenizer
     from timing import loss_pass_seconds
@@ -71,10 +72,10 @@ def step_seconds(arch: dict, cfg: dict, precision_name: str) -> tuple[float, flo
     sampled = sample_ids(compact, prompts, sampling, ())  # no stop token: every row to the cap
     sampling_s = time.perf_counter() - start
 
-    trainer = Trainer(model, tokenizer, PromptFormat("toy"), cfg["train"], {"kind": "grpo", "group_size": 16},
-                      sampling, 0, precision_name=precision_name,
-                      backend_factory=lambda m: make_backend({"generation": {"backend": "compact"}}, m, tokenizer,
-                                                             precision_name))
+    job = Job({"generation": {"backend": "compact"}, "precision": precision_name, "device": "cpu",
+               "train": cfg["train"], "method": {"kind": "grpo", "group_size": 16}, "sampling": sampling,
+               "seed": 0}, "benchmark")
+    trainer = trainer_for(job, model, tokenizer, PromptFormat("toy"))
     completions = [Completion("", "", p, ids, truncated=True) for p, ids in zip(prompts, sampled)]
     advantages = torch.randn(ROWS, generator=torch.Generator().manual_seed(0))
     groups = micro_batches(completions, cfg["train"].get("loss_micro_batch_tokens", LOSS_MICRO_BATCH_TOKENS))

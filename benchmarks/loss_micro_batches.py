@@ -8,7 +8,7 @@ the CPU has it, 1 thread) runs over it in several groupings, interleaved round b
 so that machine load hits them alike:
   * "in stream order, 16384": rows grouped as they come, the grouping before rows were
     sorted by length (the reference: ratio 1.0);
-  * "by length, B": agon.rl.trainer.micro_batches at train.loss_micro_batch_tokens = B.
+  * "by length, B": agon.rl.logprobs.micro_batches at train.loss_micro_batch_tokens = B.
 It prints the padded tokens of each grouping (the tokens the forward computes) beside the
 real ones, and each grouping's time as a ratio to the reference. The goal: the toy default's
 grouping at most 0.85 of the reference at its own cap. Read the ratios, not the seconds.
@@ -38,11 +38,13 @@ def main() -> None:
     from agon import precision
     from agon.config import load
     from agon.data import toy_math
-    from agon.generate import make_backend
+    from agon.jobs import Job
+    from agon.jobs.train import trainer_for
     from agon.models import load_base
     from agon.prompts import PromptFormat
     from agon.rl import methods
-    from agon.rl.trainer import StepContext, Trainer, group_rows, micro_batches
+    from agon.rl.logprobs import group_rows, micro_batches
+    from agon.rl.trainer import StepContext
     from timing import loss_pass_seconds
 
     torch.set_num_threads(1)
@@ -55,13 +57,13 @@ def main() -> None:
         sampling = {**cfg["sampling"]["train"], "max_new_tokens": cap}
         model, tok = load_base(args.base)  # fresh: peft wraps a model once
         model.set_attn_implementation("eager")
-        trainer = Trainer(model, tok, PromptFormat("toy"), cfg["train"], {"kind": "grpo", "group_size": 16},
-                          sampling, 0, precision_name=resolved,
-                          backend_factory=lambda m: make_backend({"generation": {"backend": "compact"}}, m, tok,
-                                                                 resolved))
+        job = Job({"generation": {"backend": "compact"}, "precision": resolved, "device": "cpu",
+                   "train": cfg["train"], "method": {"kind": "grpo", "group_size": 16}, "sampling": sampling,
+                   "seed": 0}, "benchmark")
+        trainer = trainer_for(job, model, tok, PromptFormat("toy"))
         ctx = StepContext(trainer.policies, trainer.backend, trainer.fmt, trainer.grader, trainer.method,
                           sampling, cfg["train"]["lam"], 0, 0, trainer.adapters)
-        completions = methods.METHODS["grpo"](ctx, problems)[0].completions
+        completions = methods.kind_of("grpo").step(ctx, problems)[0].completions
         lengths = [len(c.prompt_ids) + len(c.completion_ids) for c in completions]
         advantages = torch.randn(len(completions), generator=torch.Generator().manual_seed(0))
         groupings = {"in stream order, 16384": group_rows(lengths, range(len(lengths)), 16384)}

@@ -39,26 +39,20 @@ def run_one(base: str, method: str, steps: int, problems_per_step: int, precisio
     """Train `steps` steps of one method in this process; report time and peak RSS."""
     import torch
 
-    from agon import precision
     from agon.config import load
     from agon.data import toy_math
-    from agon.models import load_base
-    from agon.prompts import PromptFormat
-    from agon.rl.trainer import Trainer
+    from agon.jobs import Job
+    from agon.jobs.train import trainer_for
 
     torch.set_num_threads(1)
     cfg = load(ROOT / "config" / "config.yaml")
     train = {**cfg["train"], "problems_per_step": problems_per_step, "max_steps": steps,
              "checkpoint_every": 10**6, "loss_forward": loss_forward}
-    model, tok = load_base(base)
-    model.set_attn_implementation(attn)
-    resolved = precision.resolve(precision_name)
-    from agon.generate import make_backend
-
-    spec = {"generation": {"backend": sampler}}
-    trainer = Trainer(model, tok, PromptFormat("toy"), train, METHODS[method], cfg["sampling"]["train"], 0,
-                      precision_name=resolved,
-                      backend_factory=lambda peft_model: make_backend(spec, peft_model, tok, resolved))
+    job = Job({"base_path": base, "prompt_style": "toy", "attn_implementation": attn, "device": "cpu",
+               "generation": {"backend": sampler}, "precision": precision_name, "train": train,
+               "method": METHODS[method], "sampling": cfg["sampling"]["train"], "seed": 0}, "benchmark")
+    resolved = job.precision
+    trainer = trainer_for(job, *job.load())
     problems = toy_math.generate(steps * problems_per_step, 123, levels=cfg["datasets"]["toy_math"]["options"]["levels"])
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     with tempfile.TemporaryDirectory() as tmp:

@@ -119,19 +119,19 @@ def build_base(arch: dict, layers: int, dtype: str, out: Path, vocab_size: int):
 def train(spec: dict, method: dict, train_cfg: dict, sampling: dict, problems, steps: int, out: Path):
     import torch
 
-    from agon.generate import make_backend
-    from agon.models import load_for_job
+    from agon.jobs import Job
     from agon.rl.trainer import Trainer
 
-    base, tok, fmt = load_for_job(spec, device=DEVICE)
+    job = Job(spec, "device check: train")
+    base, tok, fmt = job.load()
     timed = {}
 
     def factory(model):
-        timed["backend"] = Timed(make_backend(spec, model, tok, spec["precision"]))
+        timed["backend"] = Timed(job.backend(model, tok))
         return timed["backend"]
 
     trainer = Trainer(base, tok, fmt, {**train_cfg, "max_steps": steps}, method, sampling, seed=0,
-                      precision_name=spec["precision"], backend_factory=factory, grader=CoinGrader())
+                      precision_name=job.precision, backend_factory=factory, grader=CoinGrader())
     assert next(trainer.policies.model.parameters()).device.type == DEVICE
     peak_mib(reset=True)
     t0 = time.perf_counter()
@@ -158,11 +158,12 @@ def train(spec: dict, method: dict, train_cfg: dict, sampling: dict, problems, s
 
 def evaluate(spec: dict, adapters: Path, problems, sampling: dict):
     from agon.evaluate import protocols
+    from agon.jobs import Job
     from agon.verify.grading import Grader
 
     peak_mib(reset=True)
     t0 = time.perf_counter()
-    backend, fmt = protocols.open_backend(spec, {n: str(adapters / n) for n in ("A", "B")}, DEVICE)
+    backend, fmt = Job(spec, "device check: evaluate").open_backend({n: str(adapters / n) for n in ("A", "B")})
     timed = Timed(backend)
     sample = protocols.make_sampler(timed, sampling, seed=1)
     out = {}

@@ -62,24 +62,16 @@ def toy_trainer(cfg: dict, run: Path, train: dict, sampling: dict, method: str, 
     """agon's own Trainer for the default's `method` on the run's toy base, in this process on
     1 thread, with `train` and `sampling` as given: (trainer, prompt format). Shared by the
     development probes (this one and scripts/learning_probe.py)."""
-    import torch
+    from agon.jobs import Job
+    from agon.jobs.train import trainer_for
 
-    from agon import precision
-    from agon.generate import make_backend
-    from agon.models import load_for_job
-    from agon.rl.trainer import Trainer
-    from agon.verify.grading import Grader
-
-    torch.set_num_threads(1)
     spec = {"attn_implementation": cfg["models"]["toy"].get("attn_implementation"), "prompt_style": "toy",
             "base_path": str(run / "models" / "toy" / "base"), "generation": cfg["generation"],
-            "precision": cfg["precision"], "sampling": sampling, "seed": seed, "threads": 1,
+            "precision": cfg["precision"], "sampling": sampling, "seed": seed, "threads": 1, "device": "cpu",
             "train": train, "method": cfg["methods"][method]}
-    base, tokenizer, fmt = load_for_job(spec, device="cpu")
-    resolved = precision.resolve(cfg["precision"], "cpu")
-    trainer = Trainer(base, tokenizer, fmt, train, spec["method"], sampling, seed, precision_name=resolved,
-                      backend_factory=lambda m: make_backend(spec, m, tokenizer, resolved),
-                      grader=Grader.for_spec(spec))
+    job = Job(spec, "probe")
+    base, tokenizer, fmt = job.load()
+    trainer = trainer_for(job, base, tokenizer, fmt)
     return trainer, fmt
 
 

@@ -35,21 +35,19 @@ def main() -> None:
     from agon import precision
     from agon.config import load
     from agon.data import toy_math
-    from agon.generate import make_backend
-    from agon.models import load_base
-    from agon.prompts import PromptFormat
-    from agon.rl.trainer import StepContext, Trainer
+    from agon.jobs import Job
+    from agon.jobs.train import trainer_for
+    from agon.rl.trainer import StepContext
 
     torch.set_num_threads(1)
     cfg = load(ROOT / "config" / "config.yaml")
     if precision.resolve("auto") != "bf16":
         sys.exit("loss_gradient_probe: this CPU has no native bf16; nothing to compare")
     train = {**cfg["train"], "max_steps": args.steps + 1, "checkpoint_every": 10**6, "loss_forward": "compact"}
-    model, tok = load_base(args.base)
-    model.set_attn_implementation("eager")
-    spec = {"generation": {"backend": "compact"}}
-    trainer = Trainer(model, tok, PromptFormat("toy"), train, cfg["methods"][args.method], cfg["sampling"]["train"],
-                      0, precision_name="bf16", backend_factory=lambda m: make_backend(spec, m, tok, "bf16"))
+    job = Job({"base_path": args.base, "prompt_style": "toy", "attn_implementation": "eager", "device": "cpu",
+               "generation": {"backend": "compact"}, "precision": "bf16", "train": train,
+               "method": cfg["methods"][args.method], "sampling": cfg["sampling"]["train"], "seed": 0}, "probe")
+    trainer = trainer_for(job, *job.load())
     per_step = train["problems_per_step"]
     problems = toy_math.generate((args.steps + 1) * per_step, 123, levels=[5])
     with tempfile.TemporaryDirectory() as tmp:

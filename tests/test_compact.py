@@ -201,7 +201,7 @@ def test_the_loss_pass_scores_the_tokens_the_sampler_chose(saved, tok, dtype):
     """Greedy completions of left-padded prompts of different lengths, then the loss pass over
     prompt + completion, one sequence at once: its argmax at every completion position is the
     token the sampler chose step by step from its KV cache (fp32: its logits too, to rounding)."""
-    from agon.rl.trainer import sequence_logps
+    from agon.rl.logprobs import sequence_logps
 
     _, pol = saved
     backend = CompactBackend.over_model(pol.model, tok, dtype)
@@ -288,8 +288,10 @@ def test_a_compact_evaluation_loads_neither_peft_nor_transformers_models(saved):
     code = f"""
 import json, sys
 from agon.evaluate import protocols
-sample, fmt = protocols.sampler_for(json.loads({json.dumps(json.dumps(spec))}),
-                                    {{"A": {str(root / "adapters" / "A")!r}}}, seed=0)
+from agon.jobs.job import open_backend
+backend, fmt = open_backend(json.loads({json.dumps(json.dumps(spec))}),
+                            {{"A": {str(root / "adapters" / "A")!r}}}, "cpu", "fp32")
+sample = protocols.make_sampler(backend, {{"temperature": 0, "max_new_tokens": 4}}, 0)
 loaded = [m for m in ("peft", "transformers.modeling_utils", "transformers.models.auto.modeling_auto")
           if m in sys.modules]
 print(json.dumps(loaded))

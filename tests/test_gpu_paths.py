@@ -182,7 +182,7 @@ def test_gemma4_lora_stays_in_the_language_model():
     assert adapted and all(".language_model." in n for n in adapted)
     assert len(adapted) == 2 * 7  # every projection of both decoder layers, nothing in the towers
     # the RL loss runs through it (logits only at completion positions)
-    from agon.rl.trainer import sequence_logps
+    from agon.rl.logprobs import sequence_logps
 
     completions = [Completion("", "", [2, 5, 6, 7], [8, 9, 10], False), Completion("", "", [2, 5], [8], False)]
     with policies.use("A") as m:
@@ -331,7 +331,7 @@ def test_a_skipped_stage_is_graded_wrong_and_recorded(tmp_path):
 # --- one vLLM engine per curve job; the engine asleep through the loss --------------------
 
 def test_one_engine_serves_every_snapshot(fake_vllm, base_dir, tok, tmp_path, monkeypatch):  # noqa: F811
-    from agon.evaluate import protocols
+    from agon.jobs.job import open_backend
 
     engines = []
     real = sys.modules["vllm"].LLM
@@ -350,7 +350,7 @@ def test_one_engine_serves_every_snapshot(fake_vllm, base_dir, tok, tmp_path, mo
             policies.save(n, d)
     spec = {"base_path": str(base_dir), "prompt_style": "toy", "precision": "fp32", "sampling": SAMPLING,
             "generation": {"backend": "vllm", "adapter_root": str(tmp_path / "root")}, "train": {"lora": LORA}}
-    backend, _ = protocols.open_backend(spec, snaps[1], "cuda")
+    backend, _ = open_backend(spec, snaps[1], "cuda", "fp32")
     for step in (2, 3):
         backend.load_saved(snaps[step])
         backend.sample("A", ["Q: 1\n"], SAMPLING, seed=0)

@@ -34,3 +34,17 @@ def test_provenance_names_the_cpu():
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.exists() and "model name" in cpuinfo.read_text():
         assert block["cpu"] and block["cpu"] in cpuinfo.read_text()
+
+
+def test_a_curve_file_answers_with_the_record_its_job_wrote_beside_it(tmp_path):
+    """Curve files of several seeds share a folder: each has its own <name>.provenance.json."""
+    from agon.jobs.curve import provenance_path
+
+    folder = tmp_path / "results" / "toy" / "curves" / "toy" / "agon"
+    for seed in (0, 1):
+        points = folder / f"seed{seed}.jsonl"
+        io.write_jsonl(points, [{"step": 0}])
+        io.write_json(provenance_path(points), {"precision": "bf16", "provenance": {"seed": seed}})
+    source, block = find_provenance(folder / "seed1.jsonl")
+    assert source == (folder / "seed1.provenance.json").resolve() and block == {"seed": 1}
+    assert find_provenance(folder / "seed0.provenance.json")[1] == {"seed": 0}

@@ -238,7 +238,7 @@ def test_sigterm_checkpoints_the_current_step_and_fails(prepared, tmp_path):
 
 def test_checkpoint_of_another_spec_is_not_resumed(tmp_path, capsys):
     """A killed run's checkpoint is only resumed by a job of the same spec, train split and base."""
-    from agon.cli import _check_resume_key
+    from agon.jobs.train import check_resume_key
 
     ckpt_dir = tmp_path / "ckpt"
     ckpt_dir.mkdir()
@@ -246,15 +246,15 @@ def test_checkpoint_of_another_spec_is_not_resumed(tmp_path, capsys):
     (ckpt_dir / "checkpoint.pt").write_bytes(b"state")
     (ckpt_dir / "metrics.jsonl").write_text('{"step": 0}\n')
     (ckpt_dir / "resume_key.json").write_text(json.dumps(key))
-    _check_resume_key(ckpt_dir, key)  # same key: kept
+    check_resume_key(ckpt_dir, key, print)  # same key: kept
     assert (ckpt_dir / "checkpoint.pt").exists() and (ckpt_dir / "metrics.jsonl").exists()
-    _check_resume_key(ckpt_dir, {**key, "spec": "s2"})  # e.g. the config's lr changed
+    check_resume_key(ckpt_dir, {**key, "spec": "s2"}, print)  # e.g. the config's lr changed
     assert not (ckpt_dir / "checkpoint.pt").exists() and not (ckpt_dir / "metrics.jsonl").exists()
     assert "it was written for another spec; training from step 0" in capsys.readouterr().out
     assert json.loads((ckpt_dir / "resume_key.json").read_text())["spec"] == "s2"
     (ckpt_dir / "checkpoint.pt").write_bytes(b"state")
     (ckpt_dir / "resume_key.json").unlink()  # a checkpoint from before resume keys existed
-    _check_resume_key(ckpt_dir, key)
+    check_resume_key(ckpt_dir, key, print)
     assert not (ckpt_dir / "checkpoint.pt").exists()
     assert "it has no resume_key.json" in capsys.readouterr().out
 

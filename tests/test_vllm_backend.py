@@ -328,7 +328,8 @@ def test_evaluation_with_vllm_loads_no_weights_in_process(fake_vllm, base_dir, t
     """The engine loads the base and the adapters; the job itself needs only the tokenizer."""
     import transformers
 
-    from agon.evaluate.protocols import sampler_for
+    from agon.evaluate.protocols import make_sampler
+    from agon.jobs.job import open_backend
 
     policies = _policies(base_dir)
     dirs = {n: tmp_path / "adapter_dir" / n for n in policies.names}
@@ -341,7 +342,8 @@ def test_evaluation_with_vllm_loads_no_weights_in_process(fake_vllm, base_dir, t
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", refuse)
     spec = {"base_path": str(base_dir), "prompt_style": "toy", "precision": "fp32", "sampling": SAMPLING,
             "generation": {"backend": "vllm", "adapter_root": str(tmp_path / "root")}}
-    sample, fmt = sampler_for(spec, {n: str(d) for n, d in dirs.items()}, seed=0)
+    backend, fmt = open_backend(spec, {n: str(d) for n, d in dirs.items()}, "cpu", "fp32")
+    sample = make_sampler(backend, SAMPLING, 0)
     sample("B", ["1+2=?"], "stage0")
     assert fake_vllm.calls[-1][2].lora_path == str(dirs["B"].resolve())
 

@@ -259,6 +259,11 @@ def test_figure_7b_from_snapshots(finished_run):
     assert main["selected"] == agon[-1]["selected"]
     records = _records(results, "agon", chosen)[: fig["problems"]]
     assert int(agon[-1]["k"]) == sum(r["correct"] for r in records)
+    # `agon provenance` answers for a curve file, from the record its job wrote beside it
+    proc = subprocess.run([sys.executable, "-m", "agon.cli", "provenance",
+                           str(results / "curves" / "toy" / "agon" / "seed0.jsonl")],
+                          capture_output=True, text=True, check=True)
+    assert "seed0.provenance.json" in proc.stdout.splitlines()[0] and '"git_commit"' in proc.stdout
 
 
 def test_training_curves_of_every_trained_model_rebuild_from_metrics_alone(finished_run):

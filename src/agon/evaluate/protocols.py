@@ -108,26 +108,3 @@ def make_sampler(backend, sampling: dict, seed: int):
         return list(seen[key])
 
     return sample
-
-
-def open_backend(spec: dict, adapter_dirs: dict[str, str], device: str = "cpu"):
-    """(backend, fmt) over a job's base with the saved `adapter_dirs` loaded, on `device`, in the
-    spec's precision and generation backend. `backend.load_saved(other_dirs)` then serves other
-    saved adapters on the same base and engine (the curve job's snapshots)."""
-    from .. import precision
-    from ..generate import make_backend
-    from ..models import load_adapters, load_for_job
-
-    # vLLM's engine and the compact sampler read the base and the adapter directories
-    # themselves: no transformers model in this process.
-    from_files = (spec.get("generation") or {}).get("backend") in ("vllm", "compact")
-    base, tokenizer, fmt = load_for_job(spec, weights=not from_files, device=device)
-    model = load_adapters(base, adapter_dirs) if adapter_dirs and not from_files else base
-    resolved = precision.resolve(spec.get("precision", "fp32"), device)
-    return make_backend(spec, model, tokenizer, resolved, adapter_dirs=adapter_dirs), fmt
-
-
-def sampler_for(spec: dict, adapter_dirs: dict[str, str], seed: int, device: str = "cpu"):
-    """(sample, fmt): what `agon evaluate` samples with (`open_backend`, then `make_sampler`)."""
-    backend, fmt = open_backend(spec, adapter_dirs, device)
-    return make_sampler(backend, spec["sampling"], seed), fmt
