@@ -49,7 +49,7 @@ OTHER_PARAMS = {"qwen3.5-2b": 2.0e9, "gemma-4-e4b": 8.0e9}
 PAPER_MEAN_LENGTH = 8100  # Table 3: GRPO's mean final-stage length, the longest the paper reports
 VOCAB = 151936
 GIB = 2**30
-LOGSOFTMAX_CHUNK_TOKENS = 4096  # src/agon/rl/trainer.py
+LOGSOFTMAX_CHUNK_TOKENS = 4096  # src/agon/rl/logprobs.py
 
 
 def params(a: dict) -> int:
@@ -115,7 +115,7 @@ def main() -> None:
     prompt = 1024  # ours: a DeepMath question and the instructions (paper.yaml's max_model_len comment)
     longest_row = generation.get("max_model_len", prompt + 2 * completion)
     micro = train.get("loss_micro_batch_tokens", 16384)
-    peak_rows = max(micro, longest_row)  # a longer row is a micro-batch alone (src/agon/rl/trainer.py)
+    peak_rows = max(micro, longest_row)  # a longer row is a micro-batch alone (src/agon/rl/logprobs.py)
     logit_rows = min(peak_rows, max(micro, completion))
     rank, targets = train["lora"]["rank"], train["lora"]["target_modules"]
     per_step = train["problems_per_step"]

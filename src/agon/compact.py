@@ -232,7 +232,8 @@ def sample_ids(model: CompactQwen3, prompt_ids: list[list[int]], sampling: dict,
     key_mask[:, P:] = True
     positions = (key_mask[:, :P].long().cumsum(-1) - 1).clamp(min=0)
     # Keys are stored transposed, [B, kv_heads, head_dim, position]: q @ keys[..., :end] is then
-    # a plain strided matmul (a transposed slice costs bf16 matmuls a copy, 2x slower here).
+    # a plain strided matmul (a transposed slice costs bf16 matmuls a copy: docs/measurements.md,
+    # "Where the time goes").
     keys_shape = (B, model.kv_heads, model.head_dim, total)
     values_shape = (B, model.kv_heads, total, model.head_dim)
     cache = [(torch.zeros(keys_shape, dtype=model.dtype), torch.zeros(values_shape, dtype=model.dtype))

@@ -36,7 +36,8 @@ def load_base(path: str, dtype: str = "float32"):
 
 
 # tokenizer_config.json classes that are tokenizers' own fast tokenizer (the toy tokenizer's):
-# AutoTokenizer would resolve them to this same class, but importing it costs ~2 s more.
+# AutoTokenizer would resolve them to this same class, but importing it costs seconds more
+# (docs/measurements.md, "Where the time goes").
 _PLAIN_FAST_TOKENIZERS = {"TokenizersBackend", "PreTrainedTokenizerFast"}
 
 
@@ -264,9 +265,9 @@ def load_adapters(base, adapter_dirs: dict[str, str]):
 
 # ---------------------------------------------------------------- saved files, without transformers or peft
 # The compact sampler's evaluation jobs read the base and the adapters straight from
-# their files: importing transformers' models and peft costs ~3 s per job, more than
-# a toy evaluation samples (tests/test_compact.py checks these weights are exactly
-# those of the transformers + peft path).
+# their files: importing transformers' models and peft costs more than a toy evaluation
+# samples (docs/measurements.md, "Where the time goes"; tests/test_compact.py checks these
+# weights are exactly those of the transformers + peft path).
 
 def read_config(path: str | Path) -> dict:
     """A base model directory's config.json."""
