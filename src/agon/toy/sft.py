@@ -194,8 +194,10 @@ def train_base(tokenizer, cfg: dict, exclude_prompts: set[str], seed: int, log=p
     model = build_model(cfg["arch"], tokenizer)
     if cfg.get("attn_implementation"):
         model.set_attn_implementation(cfg["attn_implementation"])
-    # fp32 master weights; bf16 autocast forward where the hardware has it (precision.py)
-    mixed = precision.resolve(cfg.get("precision", "fp32"))
+    # fp32 master weights; a bf16 autocast forward when the job resolved bf16 (agon.jobs.base)
+    mixed = cfg.get("precision", "fp32")
+    if mixed not in ("bf16", "fp32"):
+        raise ValueError(f"train_base: precision {mixed!r} is not resolved (bf16 | fp32): precision.resolve it first")
     opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=0.01)
     steps, warmup = cfg["steps"], max(1, int(0.05 * cfg["steps"]))
     sched = torch.optim.lr_scheduler.LambdaLR(
