@@ -76,25 +76,13 @@ def activation_values(a: dict) -> int:
 
 
 def training_cells(config: dict) -> dict[str, set[str]]:
-    """{model: methods} trained for the config's tables and Figure 7b."""
-    evaluations, picks = config["evaluations"], config.get("picks", {})
+    """{model: methods} trained for the config's tables and Figure 7b: the planner's trained cells."""
+    from agon.plan import Plan
+
     cells: dict[str, set[str]] = {}
-
-    def add(models, rows):
-        for row in rows:
-            for ev in picks.get(row, [row]):
-                method = evaluations.get(ev, {}).get("method")
-                if method:
-                    for m in models:
-                        cells.setdefault(m, set()).add(method)
-
-    for table in config["tables"].values():
-        add(table.get("models", []), table.get("rows", []) + [x for c in table.get("contrasts", []) for x in c])
-        add(table.get("models", []), [e for pair in (table.get("pairs") or {}).values() for e in pair]
-            + [table[k] for k in ("reference",) if k in table])
-    fig = (config.get("figures") or {}).get("fig7b")
-    if fig:
-        add(fig["models"], fig["rows"])
+    for cell in Plan(config, ROOT).all_cells():
+        if cell.trained:
+            cells.setdefault(cell.model, set()).add(cell.cell)
     return cells
 
 

@@ -160,6 +160,8 @@ def test_the_files_and_the_report_open_with_the_claims(tmp_path):
     ({"claim": "x", "a": "grpo", "measure": "rival_length", "expect": "less"}, "rival_length needs a cascade"),
     ({"claim": "x", "a": "agon", "b": "grpo", "expect": "greater", "benchmark": "nope"}, "unknown benchmark 'nope'"),
     ({"claim": "x", "a": "agon", "b": "grpo", "expect": "sideways"}, "sideways"),
+    ({"claim": "x", "a": "agon", "measure": "rival_length", "expect": "less",
+      "paper": {"table": "table3_main", "benchmark": "deepmath_hard"}}, "publishes no number for rival_length"),
 ])
 def test_a_wrong_claim_is_refused_naming_it(claim, message):
     from pathlib import Path
@@ -197,3 +199,12 @@ def test_the_readme_shows_the_defaults_expected_claims_as_its_csv_renders_them()
     begin, end = expected_claims.readme_block(text)
     assert text.splitlines()[begin + 1:end] == expected_claims.rendered(), \
         "README's claims table differs from docs/expected/claims_toy.csv: run scripts/expected_claims.py"
+
+
+def test_a_claims_table_selecting_on_an_unknown_benchmark_is_refused():
+    from pathlib import Path
+
+    config = load_config(Path(__file__).resolve().parents[1] / "config" / "config.yaml")
+    config["tables"]["claims"]["select_on"] = "nope"
+    with pytest.raises(ConfigError, match=r"tables\.claims\.select_on: unknown benchmark 'nope'"):
+        validate(config)

@@ -48,3 +48,7 @@ def test_a_curve_file_answers_with_the_record_its_job_wrote_beside_it(tmp_path):
     source, block = find_provenance(folder / "seed1.jsonl")
     assert source == (folder / "seed1.provenance.json").resolve() and block == {"seed": 1}
     assert find_provenance(folder / "seed0.provenance.json")[1] == {"seed": 0}
+    # a record beside it without a provenance block: the search goes on up the folders
+    io.write_json(provenance_path(folder / "seed1.jsonl"), {"precision": "bf16"})
+    with pytest.raises(FileNotFoundError, match="no provenance found"):
+        find_provenance(folder / "seed1.jsonl")

@@ -351,6 +351,13 @@ def _claims_problems(where: str, table: dict, config: dict) -> list[str]:
         paper = claim.get("paper") or {}
         if paper and "text" not in paper and not {"table", "benchmark"} <= set(paper):
             out.append(f"{at}.paper: give `table` and `benchmark` (a config/reported.yaml cell pair) or `text`")
+        elif measure == "rival_length" and paper and "text" not in paper:
+            out.append(f"{at}.paper: the paper publishes no number for rival_length; give its words as `text`")
+    if "select_on" in table and table["select_on"] not in config["benchmarks"]:
+        out.append(f"{where}.select_on: unknown benchmark {table['select_on']!r}")
+    elif "select_on" not in table and "validation" not in config["benchmarks"] and any(
+            c.get(k) in picks for c in table.get("claims", []) for k in ("a", "b")):
+        out.append(f"{where}: picks need a 'validation' benchmark or select_on")
     return out
 
 

@@ -2,9 +2,12 @@
 # holds the results layout, what every table and figure reads, and every job's spec, and is
 # tested without snakemake (tests/test_plan.py). Here: wildcard constraints, environments,
 # resources, and the wildcards' values handed to the planner.
+import functools
 import os
 
-from agon.plan import SPLITS, UNTRAINED, Plan, fingerprint, spec_json
+from snakemake.exceptions import WorkflowError
+
+from agon.plan import SPLITS, UNTRAINED, Plan, PlanError, fingerprint, spec_json
 from agon.plan import needs as plan_needs
 
 
@@ -53,6 +56,21 @@ def name_regex(names):
 
 # --- input functions and params: the wildcards' values to the planner ---------------
 
+def planned(fn):
+    """A config the planner cannot follow (a missing model file, a pinned base not there) stops
+    the DAG with the planner's message, naming the key, and no traceback."""
+
+    @functools.wraps(fn)
+    def call(wc):
+        try:
+            return fn(wc)
+        except PlanError as e:
+            raise WorkflowError(str(e)) from None
+
+    return call
+
+
+@planned
 def base_inputs(wc):
     return PLAN.base_inputs(wc.model)
 
@@ -65,34 +83,42 @@ def base_priority(wc):
     return PLAN.base_priority(wc.model)
 
 
+@planned
 def fetch_inputs(wc):
     return PLAN.fetch_inputs(wc.model)
 
 
+@planned
 def fetch_spec(wc):
     return PLAN.fetch_spec(wc.model)
 
 
+@planned
 def train_inputs(wc):
     return PLAN.train_inputs(wc.model)
 
 
+@planned
 def train_spec(wc):
     return PLAN.train_spec(wc.model, wc.method, int(wc.seed))
 
 
+@planned
 def eval_inputs(wc):
     return PLAN.eval_inputs(wc.model, wc.cell, int(wc.seed))
 
 
+@planned
 def eval_spec(wc):
     return PLAN.eval_spec(wc.model, wc.cell, int(wc.seed))
 
 
+@planned
 def curve_inputs(wc):
     return PLAN.curve_inputs(wc.model, wc.row, int(wc.seed))
 
 
+@planned
 def curve_spec(wc):
     return PLAN.curve_spec(wc.model, wc.row, int(wc.seed))
 

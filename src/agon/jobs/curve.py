@@ -18,6 +18,9 @@ def provenance_path(curve: str | Path) -> Path:
 def run(spec: dict, log=print) -> None:
     from ..evaluate import curves
 
+    # a run started by hand over an older one: neither old file may outlive this run's start
+    for stale in (Path(spec["out"]), provenance_path(spec["out"])):
+        stale.unlink(missing_ok=True)
     job = Job(spec, f"curve job {spec['out']}", log)
     points = curves.run_curve(spec, log=log, backend_factory=lambda _spec, dirs, _device: job.open_backend(dirs),
                               device=job.device, write=False)

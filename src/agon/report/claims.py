@@ -250,7 +250,8 @@ def notes(spec: dict, rows: list[dict]) -> list[str]:
            f"Each claim is the paper's, with its direction; ours is a - b on the same problems; {how}. "
            "The verdict reads the interval only: holds (wholly on the claim's side of 0; for 'no better', "
            "wholly below 0), reversed (wholly on the other side), else not resolved at this sample size "
-           "(src/agon/report/claims.py).",
+           "(src/agon/report/claims.py). With no equivalence margin, a 'no better' claim whose rows tie "
+           "reads as not resolved.",
            "A pair's row uses the cascade direction chosen on "
            f"{spec.get('select_on', 'validation')}, per seed; the paper chose its direction on held-out."]
     return out
