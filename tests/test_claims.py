@@ -208,3 +208,13 @@ def test_a_claims_table_selecting_on_an_unknown_benchmark_is_refused():
     config["tables"]["claims"]["select_on"] = "nope"
     with pytest.raises(ConfigError, match=r"tables\.claims\.select_on: unknown benchmark 'nope'"):
         validate(config)
+
+
+def test_a_seed_whose_drafts_were_all_right_leaves_the_rival_length_without_an_interval(tmp_path):
+    files = [write(tmp_path, "agon_ab", seed, lambda i: 1, draft=(lambda i: 1) if seed == 1 else (lambda i: i % 2),
+                   length=lambda i: 20 + i % 3 if i % 2 else 60 + i % 5) for seed in (0, 1)]
+    (row,) = claims.build_rows(spec({"claim": "less after a right draft", "measure": "rival_length",
+                                     "a": "agon_ab", "expect": "less"}, seeds=(0, 1)), tables.index_records(files))
+    assert row["ci_low"] is None and row["verdict"] == claims.UNRESOLVED
+    assert row["b_value"] == pytest.approx(statistics.fmean(60 + i % 5 for i in range(0, N, 2)))  # seed 0's alone
+    assert "nan" not in "".join(claims.markdown([row]))

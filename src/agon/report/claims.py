@@ -100,6 +100,13 @@ def _after_draft(records: list[dict], where: str) -> tuple[list[float], list[flo
     return right, wrong
 
 
+def _mean(values: list[float]) -> float | None:
+    """The mean of the defined values (a seed whose drafts were all right has no "after a wrong
+    draft" length); None when there are none."""
+    defined = [v for v in values if v == v]
+    return statistics.fmean(defined) if defined else None
+
+
 def _one_claim(index, spec: dict, claim: dict, model: str) -> dict:
     measure, bench, seeds = claim.get("measure", "pass"), claim_benchmark(spec, claim), spec["seeds"]
     a, b = claim["a"], claim.get("b")
@@ -149,8 +156,8 @@ def _one_claim(index, spec: dict, claim: dict, model: str) -> dict:
     low, high = interval if interval else (None, None)
     return {"claim": claim["claim"], "model": model, "measure": measure, "a": a, "b": b or "", "benchmark": bench,
             "expect": claim["expect"], "seeds": " ".join(map(str, seeds)),
-            "a_value": statistics.fmean(a_values), "b_value": statistics.fmean(b_values),
-            "diff": statistics.fmean(diffs), "ci_low": low, "ci_high": high, "test": test_name,
+            "a_value": _mean(a_values), "b_value": _mean(b_values),
+            "diff": _mean(diffs), "ci_low": low, "ci_high": high, "test": test_name,
             "p_value": p, "n": n, "paper": "", "verdict": verdict(claim["expect"], low, high),
             "selected": "; ".join(chosen)}
 
@@ -195,7 +202,9 @@ def build_rows(spec: dict, index, reported: dict | None = None) -> list[dict]:
 HEAD = ["claim", "model", "paper", "ours: a vs b", "difference [95% CI]", "p (test)", "verdict"]
 
 
-def _value(measure: str, x: float) -> str:
+def _value(measure: str, x: float | None) -> str:
+    if x is None:
+        return "-"
     return f"{100 * x:.1f}%" if measure == "pass" else f"{x:.1f}"
 
 
