@@ -6,7 +6,7 @@ mean total generated tokens over all stages (ours). Each table is written as
 csv (every column, machine-readable), md and tex (the readable columns; tex is a
 booktabs tabular with every cell escaped).
 
-A table spec (config `tables.<name>`, completed by workflow/rules/common.smk):
+A table spec (config `tables.<name>`, completed by the planner, agon.plan.Plan.table_spec):
 
   benchmarks       our benchmarks, one block of rows each (`benchmark: x` is
                    shorthand for `benchmarks: [x]`). Table 2 has one at toy scale
