@@ -5,6 +5,7 @@ SmolLM2, in the project's venv and in .venv-vllm (tests/real_engine/)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -24,3 +25,17 @@ def run_pipeline(workdir: Path, config: Path, targets: list[str], timeout: int) 
     if proc.returncode != 0:
         logs = "\n".join(f"== {p}\n{p.read_text()[-2000:]}" for p in (workdir / "results").rglob("*.log"))
         raise AssertionError(f"snakemake failed:\n{proc.stderr[-4000:]}\n{logs[-12000:]}")
+
+
+def job_blocks(log: str) -> list[tuple[str, dict]]:
+    """(rule, {field: text}) for every job a dry run (`snakemake -n -p`) prints; the shell command
+    as field `shell` ("" without -p)."""
+    jobs = []
+    for block in re.split(r"\n(?=(?:local)?rule \w+:\n)", log):
+        m = re.match(r"(?:local)?rule (\w+):\n", block)
+        if m:
+            fields = dict(re.findall(r"^\s+(\w+): (.*)$", block, re.M))
+            shell = re.search(r"^Shell command: (.*)$", block, re.M)
+            fields["shell"] = shell.group(1) if shell else ""
+            jobs.append((m.group(1), fields))
+    return jobs

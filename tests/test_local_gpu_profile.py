@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from pipeline import job_blocks
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILE = ROOT / "profiles" / "local-gpu"
@@ -42,19 +43,6 @@ def dry_run(workdir: Path, profile: Path, *args: str) -> str:
     assert proc.returncode == 0, log[-4000:]
     assert f"Using profiles {profile}" in log, log[:1000]  # the profile was read, not skipped
     return log
-
-
-def job_blocks(log: str) -> list[tuple[str, dict]]:
-    """(rule, {field: text}) for every job the dry run prints; the `agon` command as field `shell`."""
-    jobs = []
-    for block in re.split(r"\n(?=(?:local)?rule \w+:\n)", log):
-        m = re.match(r"(?:local)?rule (\w+):\n", block)
-        if m:
-            fields = dict(re.findall(r"^\s+(\w+): (.*)$", block, re.M))
-            shell = re.search(r"^Shell command: (.*)$", block, re.M)
-            fields["shell"] = shell.group(1) if shell else ""
-            jobs.append((m.group(1), fields))
-    return jobs
 
 
 def spec(fields: dict) -> dict:

@@ -17,6 +17,7 @@ import pytest
 
 from agon.config import load as load_config
 from agon.model_sources import locate
+from pipeline import job_blocks
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER = ROOT / "config" / "paper.yaml"
@@ -39,17 +40,6 @@ def dry_run(tmp_path_factory):
     proc = snakemake(tmp_path_factory.mktemp("paper"), "-n", "-p")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
     return proc.stdout + proc.stderr
-
-
-def job_blocks(log: str) -> list[tuple[str, dict]]:
-    """(rule, {field: text}) for every job the dry run prints."""
-    jobs = []
-    for block in re.split(r"\n(?=(?:local)?rule \w+:\n)", log):
-        m = re.match(r"(?:local)?rule (\w+):\n", block)
-        if m:
-            fields = dict(re.findall(r"^\s+(\w+): (.*)$", block, re.M))
-            jobs.append((m.group(1), fields))
-    return jobs
 
 
 def test_paper_settings(config):
