@@ -89,50 +89,39 @@ class Command:
 
 # ---------------------------------------------------------------- collecting the commands
 
+# A command that runs the next one: {its name: (its options that take an argument, whether other
+# options may come too, how many positional arguments precede the command)}
+WRAPPERS = {
+    "sudo": ({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U"}, True, 0),
+    "env": ({"-u", "-C", "-S"}, True, 0),
+    "time": ({"-f", "-o"}, True, 0),
+    "timeout": ({"-s", "-k"}, True, 1),  # the duration
+    "nice": ({"-n"}, False, 0),
+    "nohup": (set(), False, 0),
+    "exec": (set(), False, 0),
+    "command": (set(), False, 0),
+}
+
+
 def strip_prefixes(words: list[str]) -> tuple[list[str], bool]:
     """The command after `sudo -u x`, `env X=Y`, `X=Y`, `/usr/bin/time -v`, `time`, `timeout ...`,
     `nohup`, `nice`; and whether it set environment variables."""
     words, env = list(words), False
     while words:
         w, base = words[0], os.path.basename(words[0])
-        if base == "sudo":
-            words.pop(0)
-            while words and words[0].startswith("-"):
-                flag = words.pop(0)
-                if flag in ("-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U") and words:
-                    words.pop(0)
-        elif base == "env":
+        if ASSIGNMENT.match(w):
             words.pop(0)
             env = True
-            while words and words[0].startswith("-"):
-                flag = words.pop(0)
-                if flag in ("-u", "-C", "-S") and words:
-                    words.pop(0)
-        elif ASSIGNMENT.match(w):
-            words.pop(0)
-            env = True
-        elif base == "time":
-            words.pop(0)
-            while words and words[0].startswith("-"):
-                flag = words.pop(0)
-                if flag in ("-f", "-o") and words:
-                    words.pop(0)
-        elif base == "timeout":
-            words.pop(0)
-            while words and words[0].startswith("-"):
-                flag = words.pop(0)
-                if flag in ("-s", "-k") and words:
-                    words.pop(0)
-            if words:
-                words.pop(0)  # the duration
-        elif base in ("nohup", "exec", "command"):
-            words.pop(0)
-        elif base == "nice":
-            words.pop(0)
-            if words and words[0] == "-n":
-                words[:2] = []
-        else:
+            continue
+        if base not in WRAPPERS:
             break
+        with_argument, any_option, positionals = WRAPPERS[base]
+        words.pop(0)
+        env = env or base == "env"
+        while words and words[0].startswith("-") and (any_option or words[0] in with_argument):
+            if words.pop(0) in with_argument and words:
+                words.pop(0)
+        del words[:positionals]
     return words, env
 
 
