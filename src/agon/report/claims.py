@@ -38,7 +38,7 @@ from pathlib import Path
 
 from scipy import stats as _st
 
-from ..evaluate.records import index_records, pick, records_for
+from ..evaluate.records import index_records
 from ..evaluate.stats import mcnemar_exact, mean_interval, paired_by_id, seed_mean_interval, welch_difference
 from . import reported as reported_mod
 from . import tables
@@ -77,13 +77,6 @@ def verdict(expect: str, low: float | None, high: float | None) -> str:
     raise ValueError(f"claims: unknown expect {expect!r} (one of {', '.join(EXPECTS)})")
 
 
-def _resolve(index, spec, model, name, seed, bench) -> tuple[str, list[dict]]:
-    picks = spec.get("picks", {})
-    evaluation = (pick(index, model, picks[name], seed, spec.get("select_on", "validation"))
-                  if name in picks else name)
-    return evaluation, records_for(index, model, evaluation, seed, bench)
-
-
 def _lengths_by_id(records_a: list[dict], records_b: list[dict]) -> tuple[list[float], list[float]]:
     """Final-stage lengths of a and b on the same problems, aligned by id (paired_by_id checks the ids)."""
     paired_by_id(records_a, records_b)
@@ -113,7 +106,7 @@ def _one_claim(index, spec: dict, claim: dict, model: str) -> dict:
     diffs, a_values, b_values, chosen = [], [], [], []
     pooled_a, pooled_b, within = [], [], None
     for seed in seeds:
-        ea, ra = _resolve(index, spec, model, a, seed, bench)
+        ea, ra = tables.resolve_row(index, spec, model, a, seed, bench)
         chosen += [f"{a} -> {ea} (seed {seed})"] if ea != a else []
         if measure == "rival_length":
             right, wrong = _after_draft(ra, f"{ea} (seed {seed})")
@@ -124,7 +117,7 @@ def _one_claim(index, spec: dict, claim: dict, model: str) -> dict:
             within = welch_difference(wrong, right) if right and wrong else None
             diffs.append(within["difference"] if within else float("nan"))
             continue
-        eb, rb = _resolve(index, spec, model, b, seed, bench)
+        eb, rb = tables.resolve_row(index, spec, model, b, seed, bench)
         chosen += [f"{b} -> {eb} (seed {seed})"] if eb != b else []
         if measure == "pass":
             paired = paired_by_id(ra, rb)

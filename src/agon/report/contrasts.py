@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..evaluate.records import index_records, pick, records_for
+from ..evaluate.records import index_records
 from ..evaluate.stats import mcnemar_exact, paired_by_id, seed_mean_interval
 from . import tables
 
@@ -32,14 +32,6 @@ def evaluations(spec: dict) -> list[str]:
     return list(dict.fromkeys(x for pair in spec["contrasts"] for x in pair))
 
 
-def _resolve(index, spec, model, name, seed) -> tuple[str, list[dict]]:
-    picks = spec.get("picks", {})
-    bench = spec["benchmark"]
-    evaluation = (pick(index, model, picks[name], seed, spec.get("select_on", "validation"))
-                  if name in picks else name)
-    return evaluation, records_for(index, model, evaluation, seed, bench)
-
-
 def build_rows(spec: dict, index) -> list[dict]:
     rows = []
     for model in spec["models"]:
@@ -48,8 +40,8 @@ def build_rows(spec: dict, index) -> list[dict]:
         for a, b in spec["contrasts"]:
             diffs, ps, pooled_a, pooled_b, chosen = [], [], [], [], []
             for seed in spec["seeds"]:
-                ea, ra = _resolve(index, spec, model, a, seed)
-                eb, rb = _resolve(index, spec, model, b, seed)
+                ea, ra = tables.resolve_row(index, spec, model, a, seed, spec["benchmark"])
+                eb, rb = tables.resolve_row(index, spec, model, b, seed, spec["benchmark"])
                 paired = paired_by_id(ra, rb)
                 test = mcnemar_exact(paired.a, paired.b)
                 diffs.append(test["diff"])

@@ -140,6 +140,15 @@ def summarize(records: list[dict]) -> dict:
     return out
 
 
+def resolve_row(index, spec: dict, model: str, row: str, seed: int, benchmark: str) -> tuple[str, list[dict]]:
+    """A row's evaluation and its records on `benchmark`: a pick (spec["picks"]) is the candidate
+    chosen on the spec's `select_on` (default validation) for this seed, any other row itself."""
+    picks = spec.get("picks", {})
+    evaluation = (pick(index, model, picks[row], seed, spec.get("select_on", "validation"))
+                  if row in picks else row)
+    return evaluation, records_for(index, model, evaluation, seed, benchmark)
+
+
 def absent_row(name: str, model: str, benchmark: str) -> dict:
     return {"method": name, "model": model, "benchmark": benchmark, "seed": "",
             "status": f"{ABSENT} (model {model!r} is not configured in this run)",
