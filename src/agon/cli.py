@@ -204,8 +204,9 @@ def find_provenance(path: Path) -> tuple[Path, dict]:
     """The provenance block that covers `path`: its own, or that of the artifact it lies in."""
     path = path.resolve()
     beside = path.with_name(path.name.rsplit(".", 1)[0] + ".provenance.json")  # a curve file's record
-    if path.is_file() and beside.exists() and "provenance" in io.read_json(beside):
-        return beside, io.read_json(beside)["provenance"]
+    record = io.read_json(beside) if path.is_file() and beside.exists() else {}
+    if "provenance" in record:
+        return beside, record["provenance"]
     if path.suffix == ".json" and path.exists():
         data = io.read_json(path)
         if isinstance(data, dict) and "provenance" in data:
