@@ -173,11 +173,15 @@ class CompactQwen3:
                 keys, values = cache[i]
                 keys[:, :, :, start:end] = k.permute(0, 2, 3, 1)
                 values[:, :, start:end] = v.view(B, L, kvh, d).transpose(1, 2)
-                keys, values = keys[..., :end], values[:, :, :end]
+                values = values[:, :, :end]
             # Grouped-query attention without copying keys: query head j uses
-            # kv head j // groups (transformers' repeat_kv order).
+            # kv head j // groups (transformers' repeat_kv order). With a cache, the scores are
+            # computed against the whole key buffer and cut to [0, end): each score is one
+            # product over head_dim either way (the same tokens and log-probs, bit for bit, in
+            # bf16 and fp32: docs/measurements.md), and a matmul over a sliced buffer copies
+            # the slice first.
             q = q.transpose(1, 2).reshape(B, kvh, groups * L, d)
-            scores = torch.matmul(q, keys) * (d ** -0.5)
+            scores = torch.matmul(q, keys)[..., :end] * (d ** -0.5)
             scores = scores.view(B, kvh, groups, L, end) + key_bias[:, :, None]
             probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(self.dtype)
             out = torch.matmul(probs.view(B, kvh, groups * L, end), values)
@@ -186,6 +190,16 @@ class CompactQwen3:
             gate, up = F.linear(self._rms(x, layer.post_norm), layer.gate_up).chunk(2, dim=-1)
             x = x + F.linear(F.silu(gate) * up, layer.down)
         return x
+
+
+def _keep_rows(keys, values, keep, written: int):
+    """The cache's rows `keep`, in new buffers of the same length: only the `written` positions
+    are copied (the rest is written before it is read)."""
+    new_keys = keys.new_empty((len(keep),) + keys.shape[1:])
+    new_values = values.new_empty((len(keep),) + values.shape[1:])
+    new_keys[..., :written] = keys[keep, ..., :written]
+    new_values[:, :, :written] = values[keep, :, :written]
+    return new_keys, new_values
 
 
 def _filtered_scores(logits: torch.Tensor, sampling: dict) -> torch.Tensor:
@@ -231,9 +245,9 @@ def sample_ids(model: CompactQwen3, prompt_ids: list[list[int]], sampling: dict,
         key_mask[i, P - len(row):] = True
     key_mask[:, P:] = True
     positions = (key_mask[:, :P].long().cumsum(-1) - 1).clamp(min=0)
-    # Keys are stored transposed, [B, kv_heads, head_dim, position]: q @ keys[..., :end] is then
-    # a plain strided matmul (a transposed slice costs bf16 matmuls a copy: docs/measurements.md,
-    # "Where the time goes").
+    # Keys are stored transposed, [B, kv_heads, head_dim, position]: q @ keys is then a plain
+    # matmul over the whole buffer (a transposed slice, and a slice of the buffer at all, costs
+    # bf16 matmuls a copy: docs/measurements.md, "Where the time goes").
     keys_shape = (B, model.kv_heads, model.head_dim, total)
     values_shape = (B, model.kv_heads, total, model.head_dim)
     cache = [(torch.zeros(keys_shape, dtype=model.dtype), torch.zeros(values_shape, dtype=model.dtype))
@@ -265,7 +279,7 @@ def sample_ids(model: CompactQwen3, prompt_ids: list[list[int]], sampling: dict,
         if len(alive) < len(rows):  # drop stopped rows from the batch
             keep = torch.tensor(alive)
             rows, tokens, last_pos, decode_bias = rows[keep], tokens[keep], last_pos[keep], decode_bias[keep]
-            cache = [(k[keep], v[keep]) for k, v in cache]
+            cache = [_keep_rows(k, v, keep, P + t) for k, v in cache]
         last_pos = last_pos + 1
         logits = model.forward(tokens[:, None], last_pos[:, None], cache, P + t,
                                decode_bias[..., :P + t + 1])
