@@ -194,7 +194,8 @@ class CompactQwen3:
 
 def _keep_rows(keys, values, keep, written: int):
     """The cache's rows `keep`, in new buffers of the same length: only the `written` positions
-    are copied (the rest is written before it is read)."""
+    are copied. The rest is uninitialised until written: values there are never read, keys only
+    into score columns that `_layers` cuts away before the softmax."""
     new_keys = keys.new_empty((len(keep),) + keys.shape[1:])
     new_values = values.new_empty((len(keep),) + values.shape[1:])
     new_keys[..., :written] = keys[keep, ..., :written]
