@@ -120,7 +120,11 @@ def test_lora_rank_bucket_and_engine_kwargs(tmp_path):
                                          "backend": "vllm", "adapter_root": "/dev/shm/x"})
     assert kw == {"model": str(tmp_path), "tokenizer": str(tmp_path), "enable_lora": True, "max_loras": 2,
                   "max_lora_rank": 16, "dtype": "auto", "seed": 0, "generation_config": "vllm",
-                  "enable_prefix_caching": True, "gpu_memory_utilization": 0.3, "max_model_len": 4096}
+                  "enable_prefix_caching": True, "worker_extension_cls": "agon.vllm_lora_check.LoraCheck",
+                  "gpu_memory_utilization": 0.3, "max_model_len": 4096}
+    # a checkpoint with a text_config (Qwen3.5, Gemma-4): its architecture in vLLM's text-only mode
+    assert vb.engine_kwargs(tmp_path, 16, {}, multimodal=True)["language_model_only"] is True
+    assert "language_model_only" not in kw
     assert vb.engine_kwargs(tmp_path, 16, {"max_lora_rank": 64, "seed": 3})["max_lora_rank"] == 64
     with pytest.raises(ValueError, match="max_lora_rank"):
         vb.engine_kwargs(tmp_path, 16, {"max_lora_rank": 8})
@@ -229,7 +233,7 @@ def fake_vllm(monkeypatch):
     The stand-in "model" echoes the prompt: completion = prompt ids, then eos,
     cut at max_tokens; it records every call.
     """
-    log = SimpleNamespace(llm_kwargs=None, calls=[], removed=[], seen_paths=[])
+    log = SimpleNamespace(llm_kwargs=None, calls=[], removed=[], seen_paths=[], checked=[], unapplied=[])
 
     class SamplingParams:
         def __init__(self, **kw):
@@ -243,6 +247,13 @@ def fake_vllm(monkeypatch):
         def __init__(self, model, **kw):
             log.llm_kwargs = {"model": model, **kw}
             self.llm_engine = SimpleNamespace(remove_lora=log.removed.append)
+
+        def collective_rpc(self, method, timeout=None, args=(), kwargs=None):
+            # the adapter check's worker method (vllm_lora_check.LoraCheck): one list per worker
+            assert method == "agon_unapplied_lora_modules" and log.llm_kwargs["worker_extension_cls"]
+            log.checked.append(args)
+            saved = len(sys.modules["agon.vllm_lora_check"].saved_modules(args[2]))
+            return [{"unapplied": list(log.unapplied), "applied": saved - len(log.unapplied)}]
 
         def generate(self, prompts, sampling_params=None, *, use_tqdm=True, lora_request=None):
             log.calls.append((prompts, sampling_params, lora_request))
@@ -308,6 +319,54 @@ def test_backend_sync_and_sample_through_the_engine_api(fake_vllm, base_dir, tok
     root = backend.versions.dir
     backend.close()
     assert not root.exists()
+
+
+def test_an_adapter_the_engine_would_not_apply_is_refused_before_its_first_request(fake_vllm, base_dir, tok,
+                                                                                   tmp_path):
+    """The engine's worker reports loaded modules it has no LoRA layer for: the first request
+    through that adapter stops, naming them and the model; the bare base still samples."""
+    policies = _policies(base_dir)
+    backend = vb.VllmBackend(base_dir, tok, LORA, {}, adapter_root=tmp_path / "root")
+    backend.sync(policies)
+    fake_vllm.unapplied = ["model.layers.0.self_attn.q_proj"]
+    with pytest.raises(RuntimeError, match=r"would apply 5 of the 6 modules of adapter 'A@v1'.*Qwen3ForCausalLM.*"
+                                           r"model\.layers\.0\.self_attn\.q_proj"):
+        backend.sample("A", ["1+2=?"], SAMPLING, seed=0)
+    assert not any(call[2] for call in fake_vllm.calls)  # nothing was generated through it
+    backend.sample(None, ["1+2=?"], SAMPLING, seed=0)
+    # an adapter the engine applies in full is checked once, on its first version only
+    fake_vllm.unapplied = []
+    backend.sample("B", ["1+2=?"], SAMPLING, seed=0)
+    backend.sync(policies)
+    backend.sample("B", ["1+2=?"], SAMPLING, seed=0)
+    assert [args[0] for args in fake_vllm.checked] == ["A@v1", "B@v2"]
+    backend.close()
+
+
+def test_attention_k_eq_v_with_a_k_proj_lora_is_refused(fake_vllm, base_dir, tok, tmp_path):
+    """Gemma-4's attention_k_eq_v: V is k_proj's output (LoRA included) in transformers, while
+    vLLM gives the V slice no LoRA. Such an adapter is refused, not served half-applied."""
+    import json
+    import shutil
+
+    from agon.adapter_names import vllm_unserved_targets
+
+    assert vllm_unserved_targets({"text_config": {"attention_k_eq_v": True}}, ["q_proj", "k_proj"])
+    assert not vllm_unserved_targets({"text_config": {"attention_k_eq_v": True}}, ["q_proj", "v_proj"])
+    assert not vllm_unserved_targets({"text_config": {"attention_k_eq_v": False}}, r".*\.(k_proj|q_proj)")
+    base = tmp_path / "base"
+    shutil.copytree(base_dir, base)
+    config = json.loads((base / "config.json").read_text())
+    (base / "config.json").write_text(json.dumps({**config, "attention_k_eq_v": True}))
+    lora = {**LORA, "target_modules": ["q_proj", "k_proj"]}
+    from agon.models import load_base
+
+    policies = LoraPolicies(load_base(base_dir)[0], ("A",), lora, {"A": 0.05}, seed=0)
+    backend = vb.VllmBackend(base, tok, lora, {}, adapter_root=tmp_path / "root")
+    backend.sync(policies)
+    with pytest.raises(RuntimeError, match="k_proj.*attention_k_eq_v"):
+        backend.sample("A", ["1+2=?"], SAMPLING, seed=0)
+    backend.close()
 
 
 def test_from_adapter_dirs_serves_saved_adapters(fake_vllm, base_dir, tok, tmp_path):

@@ -144,18 +144,12 @@ class TransformersBackend:
     def load_saved(self, adapter_dirs: dict[str, str]) -> None:
         """Serve these saved adapters under their names from now on, in place of the loaded ones
         (the curve job's next snapshot: same names and shapes, no model rebuilt)."""
-        from peft import set_peft_model_state_dict
-        from peft.utils import load_peft_weights
+        from .models import load_saved_adapter
 
         for name, directory in adapter_dirs.items():
             if name not in self.model.peft_config:
                 raise ValueError(f"unknown adapter {name!r}; known: {sorted(self.model.peft_config)}")
-            result = set_peft_model_state_dict(self.model, load_peft_weights(directory, device="cpu"),
-                                               adapter_name=name)
-            missing = [k for k in result.missing_keys if f".{name}." in k and "lora_" in k]
-            if missing:
-                raise ValueError(f"adapter {name!r} in {directory}: no tensor for {missing[0]} (and "
-                                 f"{len(missing) - 1} more): not an adapter of this model's shape")
+            load_saved_adapter(self.model, name, directory)
         self.sync()
 
     def _plain_copy(self) -> torch.nn.Module:

@@ -192,6 +192,10 @@ class LoraPolicies:
         self.model.eval()  # peft makes its LoRA modules in training mode; nothing here trains in it
         self._frozen_cast: dict[torch.dtype, dict[str, torch.Tensor]] = {}  # merged_weights' frozen part
         self._lora_layers = lora_layers(self.model)  # found once: merged_weights runs every loss micro-batch
+        # saved adapters carry the checkpoint's module names, which vLLM reads (adapter_names.py)
+        from .adapter_names import checkpoint_module_names
+
+        self._saved_names = checkpoint_module_names(self.model.get_base_model(), self._lora_layers)
 
     def parameters(self, name: str) -> list[torch.nn.Parameter]:
         return [p for n, p in self.model.named_parameters() if f".{name}." in n and "lora_" in n]
@@ -228,12 +232,16 @@ class LoraPolicies:
         return {**frozen, **merged}
 
     def save(self, name: str, directory: str | Path) -> None:
+        """Adapter `name` in peft's format, under the base checkpoint's module names
+        (adapter_names.py: what vLLM applies; peft maps them back when it loads the files)."""
         from peft import get_peft_model_state_dict
         from safetensors.torch import save_file
 
+        from .adapter_names import rename_adapter_state
+
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        state = get_peft_model_state_dict(self.model, adapter_name=name)
+        state = rename_adapter_state(get_peft_model_state_dict(self.model, adapter_name=name), self._saved_names)
         save_file({k: v.contiguous() for k, v in state.items()}, directory / "adapter_model.safetensors")
         self.model.peft_config[name].save_pretrained(str(directory))
 
@@ -249,18 +257,48 @@ class LoraPolicies:
 
 
 def load_adapters(base, adapter_dirs: dict[str, str]):
-    """A PeftModel over `base` with each saved adapter loaded under its name."""
-    from peft import PeftModel
+    """A PeftModel over `base` with each saved adapter loaded under its name (`load_saved_adapter`)."""
+    from peft import PeftConfig, get_peft_model
 
-    items = list(adapter_dirs.items())
-    for name, d in items:
+    model = None
+    for name, d in adapter_dirs.items():
         if not (Path(d) / "adapter_model.safetensors").exists():
             raise FileNotFoundError(f"adapter {name!r}: no adapter_model.safetensors in {d!r}")
-    model = PeftModel.from_pretrained(base, items[0][1], adapter_name=items[0][0])
-    for name, d in items[1:]:
-        model.load_adapter(d, adapter_name=name)
+        config = PeftConfig.from_pretrained(str(d))
+        config.inference_mode = True
+        if model is None:
+            model = get_peft_model(base, config, adapter_name=name)
+        else:
+            model.add_adapter(name, config)
+        load_saved_adapter(model, name, d)
     model.eval()
     return model
+
+
+def load_saved_adapter(model, name: str, directory: str | Path) -> None:
+    """Set adapter `name` of the PeftModel `model` from a saved adapter directory.
+
+    The files name modules as the base's checkpoint does (`LoraPolicies.save`); they are mapped
+    back to the model's own paths here, as peft 0.21.2 does not undo transformers' renaming of a
+    base loaded through another class (Qwen3.5's text-only model). Every saved tensor must land
+    on a LoRA weight of `name`, and each of its LoRA weights must be given one: peft itself only
+    warns about keys it cannot place, which would leave the adapter at its init."""
+    from peft import set_peft_model_state_dict
+    from safetensors.torch import load_file
+
+    from .adapter_names import checkpoint_module_names, rename_adapter_state
+
+    paths = [p for p, layer in lora_layers(model).items() if name in layer.lora_A]
+    back = {saved: own for own, saved in checkpoint_module_names(model.get_base_model(), paths).items()}
+    try:
+        state = rename_adapter_state(load_file(Path(directory) / "adapter_model.safetensors"), back)
+    except KeyError as e:
+        raise ValueError(f"adapter {name!r} in {directory}: {e.args[0]}: not an adapter of this model") from None
+    result = set_peft_model_state_dict(model, state, adapter_name=name)
+    missing = [k for k in result.missing_keys if "lora_" in k and f".{name}." in k]
+    if result.unexpected_keys or missing:
+        raise ValueError(f"adapter {name!r} in {directory} does not fit the model: "
+                         f"unexpected {list(result.unexpected_keys)[:3]}, no tensor for {missing[:3]}")
 
 
 # ---------------------------------------------------------------- saved files, without transformers or peft

@@ -33,6 +33,11 @@ Why a fresh name AND a fresh integer id per version:
     version's KV blocks.
 Old versions are removed from the engine and their directories deleted.
 
+Adapters are saved under the base checkpoint's module names (adapter_names.py), and before an
+adapter's first request the engine's own LoRA manager is asked whether it applies every module
+the adapter saved (vllm_lora_check.py); vLLM itself skips a module it cannot place with a DEBUG
+line, and the requests would then sample from the bare base.
+
 TRL (huggingface/trl trl/generation/vllm_generation.py, a recent main-branch copy;
 the project pins trl 1.16.0; `VLLMGeneration.sync_weights`)
 solves a different problem: one policy, so in colocate mode it merges the peft
@@ -62,6 +67,7 @@ from typing import Callable, Iterable
 
 from .completion import Completion, skipped_completion
 from .io import derived_seed
+from .vllm_lora_check import EXTENSION, refuse_unapplied
 
 CONFIG_KEY = "generation.backend: vllm"
 GPU_ENV = "envs/gpu.yaml"
@@ -156,7 +162,7 @@ def engine_config(generation: dict) -> dict:
 
 
 def engine_kwargs(base_path: str | os.PathLike, lora_rank: int, engine: dict,
-                  max_loras: int = 2, platform: str = "cuda") -> dict:
+                  max_loras: int = 2, platform: str = "cuda", multimodal: bool = False) -> dict:
     """Keyword arguments for `vllm.LLM(**kw)` (vllm/entrypoints/llm.py, EngineArgs).
 
     Defaults, each overridable from `engine`:
@@ -170,6 +176,11 @@ def engine_kwargs(base_path: str | os.PathLike, lora_rank: int, engine: dict,
         the same set itself (`models.stop_token_ids`) and cuts any of them off;
       * enable_prefix_caching: group rollouts repeat one prompt;
       * enable_sleep_mode when `sleep_during_loss` is set (VllmBackend.release_memory);
+      * worker_extension_cls: the adapter check's worker methods (vllm_lora_check.py);
+      * `multimodal` (the checkpoint's config has a `text_config`: Qwen3.5, Gemma-4):
+        language_model_only, vLLM's text-only mode of the checkpoint's own architecture
+        (vllm/config/multimodal.py: every modality's limit 0, so the vision and audio towers
+        are neither built nor profiled); the jobs send text only;
       * on vLLM's CPU platform (`platform="cpu"`), enable_chunked_prefill=False: vLLM 0.32's
         CPU worker fails ("CPU Generator does not use offset", the engine dies) when a seeded
         request's prompt is split over two steps, which chunked prefill does as soon as a
@@ -186,7 +197,10 @@ def engine_kwargs(base_path: str | os.PathLike, lora_rank: int, engine: dict,
         "seed": 0,
         "generation_config": "vllm",
         "enable_prefix_caching": True,
+        "worker_extension_cls": EXTENSION,
     }
+    if multimodal:
+        kw["language_model_only"] = True
     if platform == "cpu":
         kw["enable_chunked_prefill"] = False
     kw.update(engine_config(engine))
@@ -392,13 +406,18 @@ class VllmBackend:
         self.tokenizer = tokenizer
         self.eos_ids = stop_token_ids(tokenizer, base_path)
         platform = platform_name()
-        kwargs = engine_kwargs(base_path, int(lora["rank"]), engine or {}, max_loras, platform)
+        self.base_config = read_config(base_path)
+        self.model_name = f"{base_path} ({', '.join(self.base_config.get('architectures') or ['?'])})"
+        kwargs = engine_kwargs(base_path, int(lora["rank"]), engine or {}, max_loras, platform,
+                               multimodal="text_config" in self.base_config)
         self.sleeps = bool(kwargs.get("enable_sleep_mode"))
         self.sleeping = False
         # vLLM refuses (VLLMValidationError) a prompt longer than its context; such a prompt
         # is skipped here instead, so one over-long rival summary cannot end a training step
-        self.max_prompt_tokens = kwargs.get("max_model_len") or read_config(base_path).get("max_position_embeddings")
+        text_config = self.base_config.get("text_config") or self.base_config
+        self.max_prompt_tokens = kwargs.get("max_model_len") or text_config.get("max_position_embeddings")
         self.versions = AdapterVersions(adapter_root)
+        self.checked: set[str] = set()  # adapters whose first version the engine applied in full
         with engine_threads(platform, threads):
             self.llm = LLM(**kwargs)
 
@@ -480,8 +499,25 @@ class VllmBackend:
         if version is None:
             raise KeyError(f"adapter {adapter!r} is not loaded in the vLLM backend "
                            f"(live: {sorted(self.versions.live)}); call sync(policies) first")
+        if adapter not in self.checked:
+            self.check_applied(version)
+            self.checked.add(adapter)
         return LoRARequest(lora_name=version.lora_name, lora_int_id=version.lora_int_id,
                            lora_path=str(version.path))
+
+    def check_applied(self, version: AdapterVersion) -> None:
+        """Refuse an adapter vLLM would ignore in whole or in part (vllm_lora_check.py), before
+        its first request. Later versions of the adapter save the same modules."""
+        from .adapter_names import vllm_unserved_targets
+
+        with open(version.path / "adapter_config.json") as f:
+            targets = json.load(f).get("target_modules") or []
+        unserved = vllm_unserved_targets(self.base_config, targets)
+        if unserved:
+            raise RuntimeError(f"vLLM would not apply the trained update of {unserved} of adapter "
+                               f"{version.adapter!r} to the model {self.model_name}: leave k_proj out of "
+                               "the LoRA targets for this model, or sample with transformers")
+        refuse_unapplied(self.llm, version.lora_name, version.lora_int_id, str(version.path), self.model_name)
 
     def _forget(self, version: AdapterVersion) -> None:
         # Free the retired version's slot in the engine's CPU/GPU adapter caches
