@@ -1,7 +1,9 @@
-"""Build the Qwen3 stand-in of config/paper_cpu.yaml: a tiny Qwen3-architecture chat model.
+"""Build the stand-ins of config/paper_cpu.yaml: tiny chat models of the paper's architectures.
 
     python scripts/make_standin_model.py [--out tests/data/paper_cpu/models/qwen3-tiny]
     python scripts/make_standin_model.py --head-dim 32 --out tests/data/paper_cpu/models/qwen3-tiny-hd32
+    python scripts/make_standin_model.py --family qwen3.5 --out tests/data/paper_cpu/models/qwen3.5-tiny
+    python scripts/make_standin_model.py --family gemma-4 --out tests/data/paper_cpu/models/gemma-4-tiny
 
 `--head-dim 32` builds the variant that vLLM's CPU attention accepts (it needs head_dim >= 32;
 config/paper_cpu_vllm.yaml reads it): 2 query heads and 1 key/value head of 32 in place of
@@ -24,7 +26,17 @@ pipeline renders (plain and rival-attempt prompts). It then writes well-formed a
 to the stand-in problems, mostly wrong ones: every verifier gets real answers to grade.
 It knows no mathematics; its numbers say nothing about the paper.
 
-Deterministic on one machine (seeded, one thread); the committed files are its output.
+The two other families (config/paper_cpu_vllm.yaml's qwen3.5-2b and gemma-4-e4b cells) are
+built from transformers' own classes and saved as the hub saves them, the vision-language
+`ForConditionalGeneration` (a one-layer vision tower, and an audio one for Gemma-4), so vLLM
+serves the checkpoint's real architecture: tests/tiny_families.py says which parts of each
+family they keep, at the smallest dims vLLM's CPU kernels accept. They are fitted the same way
+through the text model, with the same tokenizer and template (a stand-in's, not the family's
+own), under the `thinking` mode config/paper.yaml gives the family.
+
+Deterministic on one machine (seeded, one thread); the committed files are its output. The
+family fits take 13 (Gemma-4) and 26 (Qwen3.5, transformers' PyTorch fallback of its
+Gated DeltaNet kernel) minutes on a 2-core host.
 """
 
 from __future__ import annotations
@@ -63,6 +75,10 @@ ARCH = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_atte
 # vLLM's CPU attention needs head_dim >= 32: the same projections as 2 (1 key/value) heads of 32
 ARCH_HEAD_DIM_32 = {**ARCH, "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 32}
 STEPS, BATCH, LR, SEED = 700, 16, 3e-3, 20261201
+# The other families' language models at the Qwen3 stand-in's width and context; 4 layers and
+# their own mechanisms make a step ~5x the Qwen3 stand-in's, so they fit for fewer steps.
+FAMILY_DIMS = dict(hidden_size=64, intermediate_size=128, initializer_range=0.02, max_position_embeddings=4096)
+FAMILY_STEPS = 400
 
 
 def build_tokenizer():
@@ -117,11 +133,11 @@ def generated_examples(rng: random.Random, n: int) -> list[tuple[dict, str]]:
     return out
 
 
-def training_texts(tokenizer, n: int, seed: int) -> list[tuple[str, str]]:
+def training_texts(tokenizer, n: int, seed: int, thinking: str = "native") -> list[tuple[str, str]]:
     """(prompt, response) texts through the pipeline's own PromptFormat: plain and attempt prompts."""
     from agon import prompts
 
-    fmt = prompts.PromptFormat("chat", tokenizer, thinking="native")
+    fmt = prompts.PromptFormat("chat", tokenizer, thinking=thinking)
     rng = random.Random(seed)
     texts = []
     for problem, response in generated_examples(rng, n):
@@ -134,15 +150,33 @@ def training_texts(tokenizer, n: int, seed: int) -> list[tuple[str, str]]:
     return texts
 
 
-def train(tokenizer, texts, log=print, arch=ARCH):
-    import torch
+def qwen3(tokenizer, arch=ARCH):
     from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    return Qwen3ForCausalLM(Qwen3Config(vocab_size=len(tokenizer), bos_token_id=None,
+                                        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+                                        **arch))
+
+
+def family(name: str, tokenizer):
+    """A stand-in of `name` (qwen3.5 | gemma-4) as the hub saves it, sized for the tokenizer: four
+    ids past the tokenizer's for the image and video markers a Qwen3.5 config names."""
+    import torch
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    import tiny_families
+
+    torch.manual_seed(SEED)
+    return tiny_families.MODELS[name](vocab_size=len(tokenizer) + 4, eos_token_id=tokenizer.eos_token_id,
+                                      pad_token_id=tokenizer.pad_token_id, **FAMILY_DIMS)
+
+
+def train(tokenizer, texts, log=print, arch=ARCH, model=None, steps=STEPS):
+    import torch
 
     torch.manual_seed(SEED)
     torch.set_num_threads(1)
-    config = Qwen3Config(vocab_size=len(tokenizer), bos_token_id=None, eos_token_id=tokenizer.eos_token_id,
-                         pad_token_id=tokenizer.pad_token_id, **arch)
-    model = Qwen3ForCausalLM(config)
+    model = qwen3(tokenizer, arch) if model is None else model
     eos = tokenizer.eos_token
     encoded = []
     for prompt, response in texts:
@@ -152,7 +186,7 @@ def train(tokenizer, texts, log=print, arch=ARCH):
     opt = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.0)
     rng = random.Random(SEED)
     model.train()
-    for step in range(STEPS):
+    for step in range(steps):
         batch = rng.sample(encoded, BATCH)
         width = max(len(ids) for ids, _ in batch)
         ids = torch.tensor([x + [tokenizer.pad_token_id] * (width - len(x)) for x, _ in batch])
@@ -163,9 +197,9 @@ def train(tokenizer, texts, log=print, arch=ARCH):
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         for group in opt.param_groups:
-            group["lr"] = LR * (1 - step / STEPS)
+            group["lr"] = LR * (1 - step / steps)
         opt.step()
-        if step % 50 == 0 or step == STEPS - 1:
+        if step % 50 == 0 or step == steps - 1:
             log(f"step {step}: loss {loss.item():.3f}")
     model.eval()
     return model
@@ -175,17 +209,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "tests" / "data" / "paper_cpu" / "models" / "qwen3-tiny")
     parser.add_argument("--head-dim", type=int, choices=(16, 32), default=16)
+    parser.add_argument("--family", choices=("qwen3", "qwen3.5", "gemma-4"), default="qwen3")
     args = parser.parse_args()
     tokenizer = build_tokenizer()
-    model = train(tokenizer, training_texts(tokenizer, 4000, SEED), arch=ARCH if args.head_dim == 16 else ARCH_HEAD_DIM_32)
+    if args.family == "qwen3":
+        model = train(tokenizer, training_texts(tokenizer, 4000, SEED),
+                      arch=ARCH if args.head_dim == 16 else ARCH_HEAD_DIM_32)
+    else:  # config/paper.yaml: Qwen3.5 opens <think> itself, Gemma-4 is told to write it
+        thinking = {"qwen3.5": "native", "gemma-4": "instructed"}[args.family]
+        model = train(tokenizer, training_texts(tokenizer, 4000, SEED, thinking), model=family(args.family, tokenizer),
+                      steps=FAMILY_STEPS)
     model.generation_config.do_sample = True
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.family != "qwen3":  # as the hub ships them
+        import torch
+
+        model.to(torch.bfloat16)
     model.save_pretrained(args.out)
     tokenizer.save_pretrained(args.out)
     n = sum(p.numel() for p in model.parameters())
-    print(f"saved {args.out}: Qwen3ForCausalLM, {n} parameters, vocabulary {len(tokenizer)}")
+    print(f"saved {args.out}: {type(model).__name__}, {n} parameters, vocabulary {len(tokenizer)}")
 
 
 if __name__ == "__main__":

@@ -130,6 +130,39 @@ def test_extends_merges_mappings_and_replaces_lists(tmp_path):
         load(tmp_path / "child.yaml")
 
 
+def test_a_mapping_marked_replace_is_taken_whole():
+    """paper_cpu_vllm.yaml puts a hub model in place of paper_cpu.yaml's GGUF one: a merge would
+    leave the GGUF keys beside the hub ones, which no kind accepts."""
+    from agon.config import merge
+
+    parent = {"models": {"m": {"kind": "gguf", "package": "p", "file": "f"}, "n": {"kind": "hub"}}}
+    assert merge(parent, {"models": {"m": {"replace": True, "kind": "hub", "path": "x"}}}) == \
+        {"models": {"m": {"kind": "hub", "path": "x"}, "n": {"kind": "hub"}}}
+    assert merge({}, {"new": {"replace": True, "a": 1}}) == {"new": {"a": 1}}  # the marker never stays
+    assert merge(parent, {"models": {"m": {"replace": False, "file": "g"}}})["models"]["m"] == \
+        {"kind": "gguf", "package": "p", "file": "g", "replace": False}  # only `true` replaces
+    vllm = load(ROOT / "config" / "paper_cpu_vllm.yaml")
+    gemma = vllm["models"]["gemma-4-e4b"]
+    assert gemma["kind"] == "hub" and "package" not in gemma and "replace" not in gemma
+    assert vllm["models"]["qwen3.5-2b"]["generation"] == {"dtype": "bfloat16", "enable_prefix_caching": False}
+
+
+def test_a_models_generation_overlay_is_for_vllm_and_reaches_its_jobs_only(base_config):
+    from agon.resources import job_generation
+
+    config = _mutated(base_config, ["generation"], {"backend": "vllm", "dtype": "float32", "max_model_len": 64})
+    model = next(iter(config["models"]))
+    config = _mutated(config, ["models", model, "generation"], {"dtype": "bfloat16"})
+    assert job_generation(config, "train", model) == {"backend": "vllm", "dtype": "bfloat16", "max_model_len": 64}
+    assert job_generation(config, "train") == config["generation"]
+    with pytest.raises(ConfigError, match=rf"models.{model}.generation: a model's own vLLM engine arguments, "
+                                          r"but generation.backend is 'compact'"):
+        validate(_mutated(_mutated(config, ["generation"], {"backend": "compact"}), ["models", model, "generation"],
+                          {"dtype": "bfloat16"}))
+    with pytest.raises(ConfigError, match=rf"models.{model}.generation.backend: the backend is the top-level"):
+        validate(_mutated(config, ["models", model, "generation"], {"backend": "transformers"}))
+
+
 def test_picks_must_name_evaluations(base_config):
     bad = _mutated(base_config, ["picks", "agon"], ["agon_ab", "agon_cb"])
     with pytest.raises(ConfigError, match=r"picks.agon: unknown evaluation 'agon_cb'"):

@@ -8,7 +8,6 @@ About 20 s.
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -321,26 +320,12 @@ def test_qwen35_lora_covers_every_linear_layer_of_its_language_model_and_no_visi
     with paper.yaml's targets for qwen3.5-2b: every Linear of the language model but the head
     carries both adapters; the seven Qwen3 names alone would miss all linear-attention ones."""
     import torch
-    from transformers import Qwen3_5Config, Qwen3_5ForConditionalGeneration
+    from tiny_families import qwen35
 
     from agon.config import merge
     from agon.models import LoraPolicies, load_base
 
-    text = dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=4, num_attention_heads=4,
-                num_key_value_heads=2, head_dim=16, linear_num_key_heads=2, linear_num_value_heads=4,
-                linear_key_head_dim=16, linear_value_head_dim=16, linear_conv_kernel_dim=4,
-                max_position_embeddings=128,
-                rope_parameters=dict(rope_type="default", rope_theta=10000.0, partial_rotary_factor=0.25,
-                                     mrope_section=[1, 1, 0], mrope_interleaved=True))
-    vision = dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2, patch_size=4, spatial_merge_size=2,
-                  temporal_patch_size=2, out_hidden_size=64, num_position_embeddings=16)
-    hub_config = Qwen3_5Config(text_config=text, vision_config=vision, image_token_id=250, video_token_id=251,
-                               vision_start_token_id=252, vision_end_token_id=253)
-    assert hub_config.text_config.layer_types == ["linear_attention"] * 3 + ["full_attention"]
-    torch.manual_seed(0)
-    Qwen3_5ForConditionalGeneration(hub_config).save_pretrained(tmp_path)
-    for name in ("tokenizer.json", "tokenizer_config.json"):  # load_base reads a tokenizer too: the toy's
-        shutil.copy(ROOT / "models" / "toy" / name, tmp_path / name)
+    qwen35(tmp_path)  # the hub's class, with the toy tokenizer (load_base reads one)
 
     def wrapped(lora: dict) -> tuple[set[str], set[str]]:
         base, _ = load_base(str(tmp_path))  # what every job loads: AutoModelForCausalLM

@@ -141,19 +141,47 @@ def test_table_rows_count_their_records(results, config):
 
 def test_every_cell_trained_its_steps_through_chat_prompts(results, config):
     """One training job per (model, method) a table or figure reads, each its planned steps;
-    the code model's prompts carried the problem's instructions and public tests; SmolLM2
-    (Gemma's stand-in) was converted from its GGUF."""
+    the code model's prompts carried the problem's instructions and public tests; Gemma's
+    stand-in came from its kind (SmolLM2 converted from its GGUF, in paper_cpu.yaml)."""
     cells = {(p.parts[-4], p.parts[-3]) for p in (results / "train").glob("*/*/seed0/metrics.jsonl")}
     assert {m for m, _ in cells} == set(config["models"])
     assert {c for m, c in cells if m == "qwen3-0.6b"} == set(config["methods"])  # the main model: all nine
     steps = [json.loads(line) for line in open(results / "train" / "qwen3-0.6b" / "agon" / "seed0" / "metrics.jsonl")]
     assert len(steps) == 2  # 8 training problems, 4 per step
-    gemma = results / "train" / "gemma-4-e4b" / "agon" / "seed0" / "metrics.jsonl"
-    assert len(open(gemma).readlines()) == 1  # models.gemma-4-e4b.train.max_steps
-    assert json.loads((results / "models" / "gemma-4-e4b" / "base" / "agon_base.json").read_text())["kind"] == "gguf"
+    gemma = config["models"]["gemma-4-e4b"]
+    lines = open(results / "train" / "gemma-4-e4b" / "agon" / "seed0" / "metrics.jsonl").readlines()
+    assert len(lines) == gemma.get("train", {}).get("max_steps", 2)  # paper_cpu.yaml's SmolLM2 stand-in: 1
+    if gemma["kind"] == "gguf":  # paper_cpu.yaml's SmolLM2 (paper_cpu_vllm.yaml's is a tiny Gemma-4 snapshot)
+        assert json.loads((results / "models" / "gemma-4-e4b" / "base" / "agon_base.json").read_text())["kind"] == "gguf"
     draft = json.loads(next(open(results / "eval" / "qwen3-1.7b-code" / "untrained" / "seed0"
                                  / "zero_shot.code_heldout.jsonl")))
     assert draft["stages"][0]["prompt_tokens"] > 400  # character tokens: the instructions and examples
+
+
+@pytest.mark.parametrize("family, name", [("qwen3.5", "qwen3.5-tiny"), ("gemma-4", "gemma-4-tiny")])
+def test_the_committed_family_stand_ins_are_what_the_script_builds(family, name):
+    """tests/data/paper_cpu/models/{qwen3.5,gemma-4}-tiny (config/paper_cpu_vllm.yaml): the hub's
+    vision-language class of the family, the script's tokenizer and template, its dims and
+    bf16 weights (the seeded fit itself is not re-run here: minutes)."""
+    import importlib.util
+
+    from safetensors import safe_open
+    from transformers import AutoConfig, AutoTokenizer
+
+    spec = importlib.util.spec_from_file_location("make_standin_model", ROOT / "scripts" / "make_standin_model.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    path = ROOT / "tests" / "data" / "paper_cpu" / "models" / name
+    built, saved = script.build_tokenizer(), AutoTokenizer.from_pretrained(path)
+    assert built.get_vocab() == saved.get_vocab() and built.chat_template == saved.chat_template
+    config = AutoConfig.from_pretrained(path)
+    fresh = script.family(family, built)
+    assert config.architectures == [type(fresh).__name__]
+    assert config.text_config.to_dict() | {"dtype": None} == fresh.config.text_config.to_dict() | {"dtype": None}
+    with safe_open(path / "model.safetensors", "pt") as f:
+        assert {f.get_slice(k).get_dtype() for k in f.keys()} == {"BF16"}
+        assert any(".language_model." in k for k in f.keys()) and any(".visual." in k or ".vision_tower." in k
+                                                                      for k in f.keys())
 
 
 def test_the_committed_stand_in_is_what_the_script_builds():

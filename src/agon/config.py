@@ -174,6 +174,13 @@ def check_references(config: dict, source: str = "config") -> None:
     datasets = config["datasets"]
     for name, model in config["models"].items():
         problems += check_model(name, model)  # kind, its keys, prompt style and thinking mode
+        backend = (config.get("generation") or {}).get("backend", "transformers")
+        if "generation" in model and backend != "vllm":
+            problems.append(f"models.{name}.generation: a model's own vLLM engine arguments, but "
+                            f"generation.backend is {backend!r}")
+        elif "backend" in model.get("generation", {}):
+            problems.append(f"models.{name}.generation.backend: the backend is the top-level generation "
+                            "section's; a model's section holds engine arguments only")
         data = model["train_data"]
         if data not in datasets:
             problems.append(f"models.{name}.train_data: unknown dataset {data!r} (defined: {', '.join(datasets)})")
@@ -431,11 +438,18 @@ def _figure_problems(config: dict) -> list[str]:
     return out
 
 
+REPLACE = "replace"  # in an overlay's mapping: `replace: true` takes it whole, not merged (merge)
+
+
 def merge(base: dict, overlay: dict) -> dict:
-    """`overlay` on top of `base`: mappings merge key by key, anything else is replaced."""
+    """`overlay` on top of `base`: mappings merge key by key, anything else is replaced. A mapping
+    of the overlay that sets `replace: true` replaces base's whole (e.g. a model entry of another
+    kind, whose keys would not mix with the parent's); the marker itself is dropped."""
     out = dict(base)
     for key, value in overlay.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
+        if isinstance(value, dict) and value.get(REPLACE) is True:
+            out[key] = {k: v for k, v in value.items() if k != REPLACE}
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
             out[key] = merge(out[key], value)
         else:
             out[key] = value

@@ -63,13 +63,16 @@ def for_rule(config: dict, family: str) -> dict:
     return out
 
 
-def job_generation(config: dict, family: str) -> dict | None:
-    """The `generation` section as a job of `family` reads it. An evaluation or curve job's engine
+def job_generation(config: dict, family: str, model: str | None = None) -> dict | None:
+    """The `generation` section as a job of `family` on `model` reads it: models.<model>.generation
+    (a model's own engine arguments) over the top-level one. An evaluation or curve job's engine
     has its GPU alone (no trainer beside it): `eval_gpu_memory_utilization`, when set, is its
     share instead of `gpu_memory_utilization` (the train job's, beside the trainer)."""
     generation = config.get("generation")
     if generation is None:
         return None
+    if model is not None:
+        generation = {**generation, **config["models"][model].get("generation", {})}
     out = {k: v for k, v in generation.items() if k != "eval_gpu_memory_utilization"}
     if family in ("evaluate", "curve") and "eval_gpu_memory_utilization" in generation:
         out["gpu_memory_utilization"] = generation["eval_gpu_memory_utilization"]

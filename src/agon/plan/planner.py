@@ -145,12 +145,12 @@ class Plan:
         return spec
 
     def compute_spec(self, family: str, model: str) -> dict:
-        """Where and how a job computes: the `generation` section as its family reads it and `device`,
+        """Where and how a job computes: the `generation` section as its family and model read it and `device`,
         each when the config has it (absent: the transformers backend; device auto, src/agon/device.py),
         and the GPU memory the model's jobs need, when set (src/agon/resources.py)."""
         from ..resources import for_job, job_generation
 
-        spec = {"generation": job_generation(self.config, family)} if "generation" in self.config else {}
+        spec = {"generation": job_generation(self.config, family, model)} if "generation" in self.config else {}
         if "device" in self.config:
             spec["device"] = self.config["device"]
         min_gib = for_job(self.config, family, model).get("min_gpu_gib")
