@@ -12,12 +12,14 @@ checkpoint's weights: `parse_fine_tuned_lora_name` strips `base_model.model.`, a
 architecture's `hf_to_vllm_mapper` (its renames only: `get_rename_mapper()`), and the LoRA
 manager then looks the result up among its wrapped modules by exact name, packed ones
 (`qkv_proj`, `gate_up_proj`, `in_proj_qkvz`, ...) through `packed_modules_mapping`
-(vllm 0.32.0: lora/worker_manager.py `_load_adapter`, lora/utils.py
+(vllm 0.32.0 and 0.33.0: lora/worker_manager.py `_load_adapter`, lora/utils.py
 `parse_fine_tuned_lora_name`, lora/model_manager.py `activate_adapter`). Those mappers are
 written for checkpoint names: Qwen3_5ForConditionalGeneration maps `model.language_model.`
-to `language_model.model.`, the text-only Qwen3_5ForCausalLM and Gemma4ForCausalLM map it to
-`model.`. A key in the text-only naming matches no module of the multimodal class, and vLLM
-0.32 skips it with a DEBUG line: the adapter is not applied and nothing says so.
+to `language_model.model.` (through Qwen3VLForConditionalGeneration's mapper in both
+versions), the text-only Qwen3_5ForCausalLM and Gemma4ForCausalLM map it to `model.`. A key in
+the text-only naming matches no module of the multimodal class, and vLLM 0.32 skips it with a
+DEBUG line: the adapter is not applied and nothing says so (0.33 retries such a key under the
+text-only name, `_get_text_lora_name`).
 
 So adapters are written with the names the checkpoint has, which every vLLM mapper is made to
 read. The renaming is transformers' own: `revert_weight_conversion`, what `save_pretrained`
@@ -72,7 +74,7 @@ def vllm_unserved_targets(config: dict, target_modules) -> list[str]:
     """Trained projections vLLM leaves out where the base shares one projection between two roles.
 
     Gemma-4's `attention_k_eq_v` (transformers 5.20.2 Gemma4TextAttention: full-attention layers
-    have no v_proj and take V from k_proj's output, LoRA included); vLLM 0.32
+    have no v_proj and take V from k_proj's output, LoRA included); vLLM 0.32.0 and 0.33.0
     (model_executor/models/gemma4.py, `_gemma4_layer_weights_mapper`) loads that k_proj weight
     into both the K and the V slice of its fused qkv_proj, but an adapter's k_proj LoRA goes to
     the K slice only: V would be served without the trained update. The real gemma-4-E4B sets
