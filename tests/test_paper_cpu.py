@@ -158,19 +158,25 @@ def test_every_cell_trained_its_steps_through_chat_prompts(results, config):
     assert draft["stages"][0]["prompt_tokens"] > 400  # character tokens: the instructions and examples
 
 
+def standin_script():
+    """scripts/make_standin_model.py as a module (its tokenizer, dims and model builders)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_standin_model", ROOT / "scripts" / "make_standin_model.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    return script
+
+
 @pytest.mark.parametrize("family, name", [("qwen3.5", "qwen3.5-tiny"), ("gemma-4", "gemma-4-tiny")])
 def test_the_committed_family_stand_ins_are_what_the_script_builds(family, name):
     """tests/data/paper_cpu/models/{qwen3.5,gemma-4}-tiny (config/paper_cpu_vllm.yaml): the hub's
     vision-language class of the family, the script's tokenizer and template, its dims and
     bf16 weights (the seeded fit itself is not re-run here: minutes)."""
-    import importlib.util
-
     from safetensors import safe_open
     from transformers import AutoConfig, AutoTokenizer
 
-    spec = importlib.util.spec_from_file_location("make_standin_model", ROOT / "scripts" / "make_standin_model.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = standin_script()
     path = ROOT / "tests" / "data" / "paper_cpu" / "models" / name
     built, saved = script.build_tokenizer(), AutoTokenizer.from_pretrained(path)
     assert built.get_vocab() == saved.get_vocab() and built.chat_template == saved.chat_template
@@ -187,13 +193,9 @@ def test_the_committed_family_stand_ins_are_what_the_script_builds(family, name)
 def test_the_committed_stand_in_is_what_the_script_builds():
     """tests/data/paper_cpu/models/qwen3-tiny: scripts/make_standin_model.py's tokenizer, template
     and architecture (its weights come from the script's seeded fit, not re-run here: ~7 min)."""
-    import importlib.util
-
     from transformers import AutoConfig, AutoTokenizer
 
-    spec = importlib.util.spec_from_file_location("make_standin_model", ROOT / "scripts" / "make_standin_model.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = standin_script()
     path = ROOT / "tests" / "data" / "paper_cpu" / "models" / "qwen3-tiny"
     built, saved = script.build_tokenizer(), AutoTokenizer.from_pretrained(path)
     assert built.get_vocab() == saved.get_vocab() and built.chat_template == saved.chat_template

@@ -34,23 +34,23 @@ import torch
 import yaml
 
 from agon import vllm_backend as vb
+from agon.config import load as load_config
 from agon.config import merge
 from agon.data import toy_math
 from agon.generate import TransformersBackend
 from agon.models import LoraPolicies, load_base
 from agon.prompts import PromptFormat
+from agon.resources import job_generation
 from agon.rl.trainer import Trainer
 
 ROOT = Path(__file__).resolve().parents[2]
 PAPER = yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())
-STANDINS = ROOT / "tests" / "data" / "paper_cpu" / "models"
-FAMILIES = {"qwen3.5-2b": STANDINS / "qwen3.5-tiny", "gemma-4-e4b": STANDINS / "gemma-4-tiny"}
-# Qwen3.5: bf16, which its Gated DeltaNet CPU kernels need; a hybrid (mamba-like state), whose
-# prefix caching in vLLM needs chunked prefill, which the backend turns off on the CPU platform
-# (config/paper_cpu_vllm.yaml sets the same). Gemma-4: fp32, as in that run.
-ENGINE = {"kv_cache_memory_bytes": 64 << 20, "max_model_len": 1024}
-OWN_ENGINE = {"qwen3.5-2b": {"dtype": "bfloat16", "enable_prefix_caching": False},
-              "gemma-4-e4b": {"dtype": "float32"}}
+# The paper CPU run's stand-ins of both families, and the engine arguments its jobs use for them:
+# Qwen3.5 in bf16 (its Gated DeltaNet CPU kernels take nothing else) without prefix caching
+# (a hybrid's needs chunked prefill, which the backend turns off on the CPU platform), Gemma-4
+# in the run's fp32 (config/paper_cpu_vllm.yaml's models.<m>.generation over its section).
+STANDIN_RUN = load_config(ROOT / "config" / "paper_cpu_vllm.yaml")
+FAMILIES = ("gemma-4-e4b", "qwen3.5-2b")
 TRAIN = {"problems_per_step": 2, "epochs": 1, "max_steps": 1, "lr": 0.01, "warmup_ratio": 0.0,
          "weight_decay": 0.0, "max_grad_norm": 1.0, "loss_type": "dapo", "clip_low": 0.2,
          "clip_high": 0.2, "beta": 0.0, "lam": 0.5, "adapter_a_init_sigma": 0.001,
@@ -70,18 +70,18 @@ def paper_lora(model: str) -> dict:
 
 
 def engine_for(model: str) -> dict:
-    return {**ENGINE, **OWN_ENGINE[model]}
+    return job_generation(STANDIN_RUN, "train", model)
 
 
 def torch_dtype(model: str) -> torch.dtype:
-    return getattr(torch, OWN_ENGINE[model]["dtype"])
+    return getattr(torch, engine_for(model)["dtype"])
 
 
-@pytest.fixture(scope="module", params=sorted(FAMILIES))
+@pytest.fixture(scope="module", params=FAMILIES)
 def family(request, tmp_path_factory):
     """(model, base dir, tokenizer, prompt format, prompts, the engine serving the base)."""
     model = request.param
-    base_dir = FAMILIES[model]
+    base_dir = ROOT / STANDIN_RUN["models"][model]["path"]
     tok = load_base(str(base_dir))[1]
     fmt = PromptFormat("chat", tok, thinking=PAPER["models"][model]["thinking"])
     with vb.VllmBackend(base_dir, tok, paper_lora(model), engine_for(model),
@@ -123,7 +123,7 @@ def test_a_trained_adapter_serves_the_tokens_of_transformers_and_peft(family, tm
     policies = trainer.policies  # published to the engine after the step (Trainer -> backend.sync)
     assert len({k.split(".lora_")[0] for k in policies.state_dict("A")}) == {"qwen3.5-2b": 31, "gemma-4-e4b": 24}[model]
 
-    reference = TransformersBackend(policies.model, tok, torch_dtype(model), max_model_len=ENGINE["max_model_len"])
+    reference = TransformersBackend(policies.model, tok, torch_dtype(model), max_model_len=engine_for(model)["max_model_len"])
     ours = backend.sample("A", prompts, GREEDY, seed=0)
     theirs = reference.sample("A", prompts, GREEDY, seed=0)
     bare = backend.sample(None, prompts, GREEDY, seed=0)
