@@ -91,6 +91,17 @@ def test_bf16_copies_stay_close_to_fp32(policies):
     assert bf16.dtype == torch.float32 and (bf16 - fp32).abs().max() < 0.1 * fp32.abs().max()
 
 
+@pytest.mark.parametrize("bf16, amx, expected", [(False, False, "fp32"), (True, False, "bf16"),
+                                                  (False, True, "bf16"), (True, True, "bf16")])
+def test_auto_reads_the_x86_cpu_flags_not_onednn(monkeypatch, bf16, amx, expected):
+    # oneDNN's own probe says yes on any AVX512 CPU, where it only emulates bf16
+    monkeypatch.setattr("platform.machine", lambda: "x86_64")
+    monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: True, raising=False)
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: bf16)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx)
+    assert precision.resolve("auto") == expected
+
+
 def test_precision_names():
     assert precision.resolve("fp32") == "fp32" and precision.resolve("bf16") == "bf16"
     assert precision.resolve("auto") == ("bf16" if precision.hardware_bf16() else "fp32")

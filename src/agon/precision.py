@@ -22,13 +22,28 @@ CHOICES = ("auto", "bf16", "fp32")
 
 
 def hardware_bf16(device: str = "cpu") -> bool:
-    """Native bf16 on the job's device: compute capability >= 8.0 on CUDA, AVX512-BF16 / AMX on a CPU."""
+    """Native bf16 on the job's device: compute capability >= 8.0 on CUDA, AVX512-BF16 / AMX on an
+    x86 CPU, what oneDNN reports elsewhere (an Arm CPU's BF16 extension)."""
     if device == "cuda":
         return torch.cuda.is_bf16_supported()
+    import platform
+
+    if platform.machine().lower() in ("x86_64", "amd64", "i386", "i686"):
+        # Not oneDNN's `_is_mkldnn_bf16_supported`: on x86 it is true wherever AVX512 is (torch 2.13),
+        # where oneDNN emulates bf16 with fp32 instructions. On a Xeon with AVX512 but neither
+        # AVX512-BF16 nor AMX, the toy model's bf16 matrix products ran 3x slower than fp32 ones and
+        # a GRPO step 1.6x slower (docs/measurements.md, "bf16 without the hardware").
+        return _cpu_flag("_is_avx512_bf16_supported") or _cpu_flag("_is_amx_tile_supported")
     try:
         return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
     except (AttributeError, RuntimeError):
         return False
+
+
+def _cpu_flag(name: str) -> bool:
+    """torch.cpu's CPUID probe `name` (torch >= 2.3); False where this torch lacks it."""
+    probe = getattr(torch.cpu, name, None)
+    return bool(probe()) if probe is not None else False
 
 
 def resolve(name: str, device: str = "cpu") -> str:
