@@ -1,14 +1,16 @@
 """Does RL learn? One training cell of the default, read on its training curve and on validation.
 
     python scripts/learning_probe.py [--run results/toy] [--method grpo] [--seed 0]
-        [--set train.KEY=VALUE ...] [--metrics FILE] [--gradient-agreement]
+        [--set train.KEY=VALUE | sampling.KEY=VALUE | method.KEY=VALUE ...] [--metrics FILE]
+        [--gradient-agreement]
 
 A development tool, not a pipeline step, behind the default's `train` settings
 (docs/measurements.md, "RL that learns (2026-12-05)"). It reads the run's base and splits (run the
 default, or at least its `base` and `prepare` jobs, first) and uses the default's `train`
 and `sampling.train` settings with each `--set` applied on top (YAML values: `--set
 train.epochs=4`; `sampling.KEY` sets training's sampling: the base's rates and validation
-always sample with `sampling.eval`). On one thread:
+always sample with `sampling.eval`; `method.KEY` sets the method's own, e.g. `--set
+method.group_size=8`). On one thread:
 
 1. the base's pass rate on every training problem (32 samples each, kept in
    <run>/probe/base_pass_rates.json), so that each step's training pass rate can be read
@@ -60,19 +62,31 @@ def lift_by_part(records: list[dict], order: list[dict], per_step: int, base: di
     return out
 
 
+def apply_settings(items: list[str], sections: dict[str, dict]) -> None:
+    """Each `SECTION.KEY=VALUE` of `items` into sections[SECTION] (VALUE read as YAML)."""
+    import yaml
+
+    for item in items:
+        key, equals, value = item.partition("=")
+        section, _dot, name = key.partition(".")
+        if section not in sections or not name or not equals:
+            raise SystemExit(f"--set {item!r}: expected train.KEY=VALUE, sampling.KEY=VALUE (training's sampling) "
+                             "or method.KEY=VALUE")
+        sections[section][name] = yaml.safe_load(value)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--run", default=str(ROOT / "results" / "toy"))
     ap.add_argument("--method", default="grpo")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--set", action="append", default=[], metavar="train.KEY=VALUE | sampling.KEY=VALUE")
+    ap.add_argument("--set", action="append", default=[], metavar="train.KEY=VALUE | sampling.KEY=VALUE | method.KEY=VALUE")
     ap.add_argument("--metrics", help="keep the run's per-step metrics here (a jsonl file)")
     ap.add_argument("--gradient-agreement", action="store_true")
     args = ap.parse_args()
 
     import numpy as np
     import torch
-    import yaml
     from grpo_probe import toy_trainer
 
     from agon import io
@@ -83,12 +97,10 @@ def main() -> None:
     run = Path(args.run)
     train, sampling = dict(cfg["train"]), dict(cfg["sampling"]["train"])
     evaluation = dict(cfg["sampling"]["eval"])  # the base's rates and validation: never changed by --set
-    for item in args.set:
-        key, _, value = item.partition("=")
-        section, _dot, name = key.partition(".")
-        if section not in ("train", "sampling") or not name or not _:
-            raise SystemExit(f"--set {item!r}: expected train.KEY=VALUE or sampling.KEY=VALUE (training's sampling)")
-        (train if section == "train" else sampling)[name] = yaml.safe_load(value)
+    if args.method not in cfg["methods"]:
+        raise SystemExit(f"--method {args.method!r}: not a method of config/config.yaml; known: {sorted(cfg['methods'])}")
+    method = cfg["methods"][args.method] = dict(cfg["methods"][args.method])
+    apply_settings(args.set, {"train": train, "sampling": sampling, "method": method})
     trainer, fmt = toy_trainer(cfg, run, train, sampling, args.method, args.seed)
     problems = io.read_jsonl(run / "data" / "toy_math" / "train.jsonl")
     per_step = train["problems_per_step"]

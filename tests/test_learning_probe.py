@@ -1,4 +1,4 @@
-"""scripts/learning_probe.py's lift: a step's training pass rate minus the base's on the same problems."""
+"""scripts/learning_probe.py: the lift (a step's training pass rate minus the base's on the same problems) and its --set settings."""
 
 import importlib.util
 from pathlib import Path
@@ -21,3 +21,13 @@ def test_the_lift_reads_each_step_against_its_own_problems():
     rotated = [{"step": s, "streams": {"drafter:A": {"pass_rate": 0.4}} if s % 2 == 0 else {}} for s in range(6)]
     assert probe.lift_by_part(rotated, order, 2, base, "drafter:A", parts=6) == [
         pytest.approx(0.0), None, pytest.approx(0.0), None, pytest.approx(0.0), None]
+
+
+def test_settings_reach_train_sampling_and_the_method():
+    sections = {"train": {"epochs": 1}, "sampling": {}, "method": {"kind": "grpo", "group_size": 16}}
+    probe.apply_settings(["train.epochs=4", "sampling.temperature=1.0", "method.group_size=8"], sections)
+    assert sections == {"train": {"epochs": 4}, "sampling": {"temperature": 1.0},
+                        "method": {"kind": "grpo", "group_size": 8}}
+    for bad in ("epochs=4", "model.x=1", "train.epochs"):
+        with pytest.raises(SystemExit, match="expected train.KEY=VALUE"):
+            probe.apply_settings([bad], sections)
