@@ -57,6 +57,12 @@ def test_device_conflicts_and_an_oversized_memory_split_are_config_errors():
         assert problem.startswith("generation.kv_cache_memory_bytes: ")
     assert "samples on the CPU only" in devices.config_problems(
         {"device": "cuda", "generation": {"backend": "compact"}})[0]
+    # a model's own engine arguments are checked as its jobs get them, merged over the section
+    overlaid = {**on_cpu, "models": {"toy": {"kind": "toy"},
+                                     "qwen": {"generation": {"sleep_during_loss": True, "dtype": "bfloat16"}}}}
+    (problem,) = devices.config_problems(overlaid)
+    assert problem.startswith("models.qwen.generation (over generation): generation.sleep_during_loss: true")
+    assert devices.config_problems({**on_cpu, "models": {"qwen": {"generation": {"dtype": "bfloat16"}}}}) == []
     with pytest.raises(ValueError, match="device: 'tpu'"):
         devices.resolve({"device": "tpu"})
 

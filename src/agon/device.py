@@ -61,9 +61,21 @@ def why_cuda(spec: dict) -> str:
 
 
 def config_problems(config: dict) -> list[str]:
-    """What a config's device, backend and memory split cannot do together."""
+    """What a config's device, backend and memory split cannot do together: for the `generation`
+    section, and for each model's `models.<m>.generation` merged over it (what that model's jobs
+    get: resources.job_generation), named by the model where only its overlay has the problem."""
+    out = _generation_problems(config, config.get("generation") or {})
+    for model, spec in (config.get("models") or {}).items():
+        overlay = (spec or {}).get("generation") if isinstance(spec, dict) else None
+        if overlay:
+            merged = {**(config.get("generation") or {}), **overlay}
+            out += [f"models.{model}.generation (over generation): {problem}"
+                    for problem in _generation_problems(config, merged) if problem not in out]
+    return out
+
+
+def _generation_problems(config: dict, generation: dict) -> list[str]:
     name = config.get("device", "auto")
-    generation = config.get("generation") or {}
     backend = generation.get("backend", "transformers")
     out = []
     if name == "cpu" and backend == "vllm":
