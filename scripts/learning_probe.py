@@ -1,8 +1,8 @@
 """Does RL learn? One training cell of the default, read on its training curve and on validation.
 
     python scripts/learning_probe.py [--run results/toy] [--method grpo] [--seed 0]
-        [--set train.KEY=VALUE | sampling.KEY=VALUE | method.KEY=VALUE ...] [--metrics FILE]
-        [--gradient-agreement]
+        [--set train.KEY=VALUE | sampling.KEY=VALUE | method.KEY=VALUE ...] [--precision P]
+        [--metrics FILE] [--gradient-agreement]
 
 A development tool, not a pipeline step, behind the default's `train` settings
 (docs/measurements.md, "RL that learns (2026-12-05)"). It reads the run's base and splits (run the
@@ -13,7 +13,7 @@ always sample with `sampling.eval`; `method.KEY` sets the method's own, e.g. `--
 method.group_size=8`). On one thread:
 
 1. the base's pass rate on every training problem (32 samples each, kept in
-   <run>/probe/base_pass_rates.json), so that each step's training pass rate can be read
+   <run>/probe/base_pass_rates_<precision>.json), so that each step's training pass rate can be read
    against the same problems untrained: a step's *lift* is its pass rate minus the base's on
    its problems, which takes the problems' difficulty out of the curve;
 2. the cell trained (agon's own Trainer, one process), its lift per sixth of the run for each
@@ -81,6 +81,8 @@ def main() -> None:
     ap.add_argument("--method", default="grpo")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--set", action="append", default=[], metavar="train.KEY=VALUE | sampling.KEY=VALUE | method.KEY=VALUE")
+    ap.add_argument("--precision", choices=("auto", "bf16", "fp32"), default=None,
+                    help="the job's precision (default: the config's); the base's rates are kept per precision")
     ap.add_argument("--metrics", help="keep the run's per-step metrics here (a jsonl file)")
     ap.add_argument("--gradient-agreement", action="store_true")
     args = ap.parse_args()
@@ -97,6 +99,8 @@ def main() -> None:
     run = Path(args.run)
     train, sampling = dict(cfg["train"]), dict(cfg["sampling"]["train"])
     evaluation = dict(cfg["sampling"]["eval"])  # the base's rates and validation: never changed by --set
+    if args.precision:
+        cfg["precision"] = args.precision
     if args.method not in cfg["methods"]:
         raise SystemExit(f"--method {args.method!r}: not a method of config/config.yaml; known: {sorted(cfg['methods'])}")
     method = cfg["methods"][args.method] = dict(cfg["methods"][args.method])
@@ -125,7 +129,7 @@ def main() -> None:
               f"{float(cosines.mean()):+.4f} (standard error {float(cosines.std() / len(cosines) ** 0.5):.4f})")
         return
 
-    rates_path = run / "probe" / "base_pass_rates.json"
+    rates_path = run / "probe" / f"base_pass_rates_{trainer.precision}.json"
     if not rates_path.exists():
         rates = {}
         for start in range(0, len(problems), 16):
