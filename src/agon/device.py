@@ -66,7 +66,7 @@ def config_problems(config: dict) -> list[str]:
     get: resources.job_generation), named by the model where only its overlay has the problem."""
     out = _generation_problems(config, config.get("generation") or {})
     for model, spec in (config.get("models") or {}).items():
-        overlay = (spec or {}).get("generation") if isinstance(spec, dict) else None
+        overlay = spec.get("generation") if isinstance(spec, dict) else None
         if overlay:
             merged = {**(config.get("generation") or {}), **overlay}
             out += [f"models.{model}.generation (over generation): {problem}"

@@ -31,8 +31,9 @@ def hardware_bf16(device: str = "cpu") -> bool:
     if platform.machine().lower() in ("x86_64", "amd64", "i386", "i686"):
         # Not oneDNN's `_is_mkldnn_bf16_supported`: on x86 it is true wherever AVX512 is (torch 2.13),
         # where oneDNN emulates bf16 with fp32 instructions. On a Xeon with AVX512 but neither
-        # AVX512-BF16 nor AMX, the toy model's bf16 matrix products ran 3x slower than fp32 ones and
-        # a GRPO step 1.6x slower (docs/measurements.md, "bf16 without the hardware").
+        # AVX512-BF16 nor AMX, the toy model's bf16 matrix products ran 2.4-3.3x slower than fp32 ones
+        # and a GRPO step 1.8x slower (benchmarks/precision_speed.py; docs/measurements.md,
+        # "bf16 without the hardware").
         return _cpu_flag("_is_avx512_bf16_supported") or _cpu_flag("_is_amx_tile_supported")
     try:
         return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
