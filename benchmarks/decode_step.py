@@ -14,7 +14,6 @@ Numbers vary with machine load: read the ratio, not the absolute milliseconds.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -31,14 +30,13 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=60)
     args = ap.parse_args()
     import torch
-    from safetensors.torch import load_file
 
     from agon.compact import CompactQwen3
+    from agon.models import read_config, read_weights
 
     torch.set_num_threads(1)
-    config = json.loads((Path(args.base) / "config.json").read_text())
-    weights = {k: v.float() for k, v in load_file(Path(args.base) / "model.safetensors").items()}
-    model = CompactQwen3(config, weights)
+    config = read_config(args.base)
+    model = CompactQwen3(config, {name: t.float() for name, t in read_weights(args.base).items()})
     B, P = args.rows, args.prompt
     total = P + args.steps + 8
     model._rope_table(total)

@@ -64,11 +64,12 @@ def config_problems(config: dict) -> list[str]:
     """What a config's device, backend and memory split cannot do together: for the `generation`
     section, and for each model's `models.<m>.generation` merged over it (what that model's jobs
     get: resources.job_generation), named by the model where only its overlay has the problem."""
+    from .resources import job_generation
+
     out = _generation_problems(config, config.get("generation") or {})
     for model, spec in (config.get("models") or {}).items():
-        overlay = spec.get("generation") if isinstance(spec, dict) else None
-        if overlay:
-            merged = {**(config.get("generation") or {}), **overlay}
+        if isinstance(spec, dict) and spec.get("generation"):
+            merged = job_generation(config, "train", model) or {}
             out += [f"models.{model}.generation (over generation): {problem}"
                     for problem in _generation_problems(config, merged) if problem not in out]
     return out
