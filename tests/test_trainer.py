@@ -136,6 +136,13 @@ def test_the_compact_loss_pass_is_refused_where_it_cannot_compute_the_loss(tiny_
                 SAMPLING, seed=3)
 
 
+def test_adam_betas_reach_every_adapters_optimizer(tiny_base):
+    """train.adam_beta1 / adam_beta2 (transformers' names) set AdamW's betas; absent, its defaults."""
+    assert {o.defaults["betas"] for o in _trainer(tiny_base, AGON).optimizers.values()} == {(0.9, 0.999)}
+    trainer = _trainer(tiny_base, AGON, {"adam_beta1": 0.98, "adam_beta2": 0.99})
+    assert {n: o.defaults["betas"] for n, o in trainer.optimizers.items()} == {"A": (0.98, 0.99), "B": (0.98, 0.99)}
+
+
 def test_the_learning_rate_schedules_warm_up_then_decay_or_hold():
     from agon.rl.schedule import lr_schedule
 

@@ -123,7 +123,9 @@ class Trainer:
             self.compact_config = config
         self.policies = LoraPolicies(base, self.adapters, train_cfg["lora"], init, seed)
         self.optimizers = {
+            # transformers' TrainingArguments names and defaults (adam_beta1 0.9, adam_beta2 0.999), as TRL reads them
             name: torch.optim.AdamW(self.policies.parameters(name), lr=train_cfg["lr"],
+                                    betas=(train_cfg.get("adam_beta1", 0.9), train_cfg.get("adam_beta2", 0.999)),
                                     weight_decay=train_cfg.get("weight_decay", 0.0))
             for name in self.adapters
         }
