@@ -10,10 +10,10 @@ from agon.report import contrasts, tables
 IDS = [f"p{i}" for i in range(10)]
 
 
-def write(tmp_path, evaluation, seed, right, benchmark="heldout"):
+def write(tmp_path, evaluation, seed, right, benchmark="heldout", ids=IDS):
     records = [{"id": pid, "difficulty": 1, "stages": [{"correct": int(right(i))}], "correct": int(right(i)),
                 "final_length": 5, "total_tokens": 5, "evaluation": evaluation, "model": "toy", "seed": seed,
-                "benchmark": benchmark} for i, pid in enumerate(IDS)]
+                "benchmark": benchmark} for i, pid in enumerate(ids)]
     path = tmp_path / f"s{seed}" / f"{evaluation}.{benchmark}.jsonl"
     io.write_jsonl(path, records)
     return str(path)
@@ -34,7 +34,7 @@ def test_a_contrast_over_three_seeds(tmp_path):
         files.append(write(tmp_path, "agon_ba", seed, lambda i: i < 3, "validation"))
     (row,) = contrasts.build_rows(SPEC, tables.index_records(files))
     diffs = [0.1, 0.2, 0.5]                                  # seed 2 picked agon_ba: 9 - 4 right
-    assert row["per_seed_diff"] == "+0.100 +0.200 +0.500"
+    assert row["per_seed_diff"] == "+0.1 +0.2 +0.5"
     assert row["mean_diff"] == pytest.approx(sum(diffs) / 3)
     low, high = seed_mean_interval(diffs)
     assert (row["ci_low"], row["ci_high"]) == pytest.approx((low, high))
@@ -51,6 +51,22 @@ def test_one_seed_has_no_interval_and_the_files_say_so(tmp_path):
     rows = contrasts.write_contrasts(spec, files, tmp_path / "t9")
     assert rows[0]["ci_low"] is None and rows[0]["mean_diff"] == pytest.approx(0.2)
     assert "one seed: none" in (tmp_path / "t9.md").read_text()
+
+
+def test_the_files_keep_each_difference_exact_and_every_column_rounds_it_alike(tmp_path):
+    # 800 problems, a right on 1, 2 or 62 more: +0.125, +0.25 and +7.75 pp, ties at the printed
+    # digit. A per-seed value stored at three decimals (0.003 for 0.0025) prints +0.3 beside a
+    # mean of +0.2; a recount of only a / only b must give the file's value.
+    ids = [f"q{i}" for i in range(800)]
+    for gap, printed in ((1, "+0.1"), (2, "+0.2"), (62, "+7.8")):
+        files = [write(tmp_path / str(gap), "grpo", 0, lambda i: i < 300 + gap, ids=ids),
+                 write(tmp_path / str(gap), "zero_shot", 0, lambda i: i < 300, ids=ids)]
+        spec = {**SPEC, "seeds": [0], "contrasts": [["grpo", "zero_shot"]], "picks": {}}
+        (row,) = contrasts.write_contrasts(spec, files, tmp_path / str(gap) / "t9")
+        assert float(row["per_seed_diff"]) == (row["only_a"] - row["only_b"]) / row["n_pooled"] == gap / 800
+        assert float(row["per_seed_p"]) == row["p_pooled"]
+        (shown,) = contrasts.display([row])
+        assert shown[3] == shown[4] == printed
 
 
 def test_contrasted_records_must_hold_the_same_problems(tmp_path):

@@ -53,8 +53,10 @@ def build_rows(spec: dict, index) -> list[dict]:
             interval = seed_mean_interval(diffs)
             rows.append({"a": a, "b": b, "model": model, "benchmark": spec["benchmark"],
                          "seeds": " ".join(map(str, spec["seeds"])),
-                         "per_seed_diff": " ".join(f"{d:+.3f}" for d in diffs),
-                         "per_seed_p": " ".join(f"{p:.3g}" for p in ps),
+                         # exact (Python's shortest repr of each float): a recount of the
+                         # records gives these values, and the display rounds them once
+                         "per_seed_diff": " ".join(f"{d:+}" for d in diffs),
+                         "per_seed_p": " ".join(repr(p) for p in ps),
                          "mean_diff": sum(diffs) / len(diffs),
                          "ci_low": interval[0] if interval else None, "ci_high": interval[1] if interval else None,
                          "only_a": pooled["only_a"], "only_b": pooled["only_b"], "n_pooled": pooled["n"],
@@ -66,13 +68,17 @@ HEAD = ["contrast", "model", "seeds", "per-seed diff (pp)", "mean diff (pp)", "9
         "only a / only b (pooled)", "p (pooled McNemar)"]
 
 
+def _pp(fraction: float) -> str:
+    """A difference as signed percentage points, one decimal: every column rounds the same way."""
+    return f"{100 * fraction:+.1f}"
+
+
 def display(rows: list[dict]) -> list[list[str]]:
     body = []
     for r in rows:
-        ci = (f"[{100 * r['ci_low']:+.1f}, {100 * r['ci_high']:+.1f}]" if r["ci_low"] is not None
-              else "one seed: none")
-        per_seed = " ".join(f"{100 * float(d):+.1f}" for d in r["per_seed_diff"].split())
-        body.append([f"{r['a']} vs {r['b']}", r["model"], r["seeds"], per_seed, f"{100 * r['mean_diff']:+.1f}", ci,
+        ci = f"[{_pp(r['ci_low'])}, {_pp(r['ci_high'])}]" if r["ci_low"] is not None else "one seed: none"
+        per_seed = " ".join(_pp(float(d)) for d in r["per_seed_diff"].split())
+        body.append([f"{r['a']} vs {r['b']}", r["model"], r["seeds"], per_seed, _pp(r["mean_diff"]), ci,
                      f"{r['only_a']} / {r['only_b']}", f"{r['p_pooled']:.3g}"])
     return body
 
