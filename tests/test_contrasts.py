@@ -55,10 +55,10 @@ def test_one_seed_has_no_interval_and_the_files_say_so(tmp_path):
 
 def test_the_files_keep_each_difference_exact_and_every_column_rounds_it_alike(tmp_path):
     # 800 problems, a right on 1, 2 or 62 more: +0.125, +0.25 and +7.75 pp, ties at the printed
-    # digit. A per-seed value stored at three decimals (0.003 for 0.0025) prints +0.3 beside a
+    # digit. A per-seed value stored at three decimals (0.003 for 0.0025) printed +0.3 beside a
     # mean of +0.2; a recount of only a / only b must give the file's value.
     ids = [f"q{i}" for i in range(800)]
-    for gap, printed in ((1, "+0.1"), (2, "+0.2"), (62, "+7.8")):
+    for gap, printed in ((1, "+0.1"), (2, "+0.3"), (62, "+7.8")):
         files = [write(tmp_path / str(gap), "grpo", 0, lambda i: i < 300 + gap, ids=ids),
                  write(tmp_path / str(gap), "zero_shot", 0, lambda i: i < 300, ids=ids)]
         spec = {**SPEC, "seeds": [0], "contrasts": [["grpo", "zero_shot"]], "picks": {}}
@@ -80,3 +80,16 @@ def test_contrasted_records_must_hold_the_same_problems(tmp_path):
     spec = {**SPEC, "seeds": [0], "contrasts": [["grpo", "zero_shot"]], "picks": {}}
     with pytest.raises(ValueError, match="missing from records_b"):
         contrasts.build_rows(spec, tables.index_records(files + [str(other)]))
+
+
+def test_a_direction_left_to_a_tie_on_validation_says_so(tmp_path):
+    files = [write(tmp_path, "grpo", 0, lambda i: i < 4)]
+    for evaluation, right in (("agon_ab", 5), ("agon_ba", 7)):
+        files.append(write(tmp_path, evaluation, 0, lambda i, k=right: i < k))
+        files.append(write(tmp_path, evaluation, 0, lambda i: i < 3, "validation"))   # 3 of 10 each
+    spec = {**SPEC, "seeds": [0]}
+    (row,) = contrasts.build_rows(spec, tables.index_records(files))
+    assert row["selected"] == "agon -> agon_ab (seed 0) (a tie: the first listed)"
+    assert row["per_seed_diff"] == "+0.1"
+    table = tables.build_rows({**spec, "rows": ["agon"], "baseline": None}, tables.index_records(files))
+    assert table[0]["selected"] == "agon_ab on validation (a tie: the first listed)"

@@ -78,7 +78,7 @@ def test_each_section_counts_what_it_says(files, tmp_path):
     assert (trained_cut["k"], trained_cut["n"]) == (4, 12)
     paid = by["base's correct completions that retracted first ('no')"]
     assert (paid["k"], paid["n"], paid["meets"]) == (4, 10, "yes")   # Clopper-Pearson low end of 4/10 > 0
-    quartiles = [r for r in rows if "quartile" in r["quantity"]]
+    quartiles = [r for r in rows if "length group" in r["quantity"]]
     assert [r["n"] for r in quartiles] == [5, 5, 5, 5] and quartiles[0]["k"] == 5 and quartiles[-1]["k"] == 0
     assert not any(r["quantity"].startswith("grpo, two seeds") for r in rows)  # one seed: no reference row
 
@@ -99,7 +99,8 @@ def test_two_seeds_add_the_reference_and_training_lengths_come_from_metrics(file
     by = rows_by_quantity(rows)
     assert by["grpo, two seeds (reference): disagreement (one right, one wrong)"]["k"] == 3  # p5-p7
     length = by["grpo policy:A: mean length, first 2 -> last 2 step(s)"]
-    assert (length["ci_low"], length["value"]) == (10.5, 28.5)
+    assert (length["first"], length["last"], length["value"]) == (10.5, 28.5, 18.0)
+    assert length["k"] == length["n"] == "" and length["ci_low"] is None  # no counts, no interval
 
 
 def test_the_habit_section_counts_completions_by_pattern(files, tmp_path):
@@ -214,14 +215,31 @@ def test_the_learning_section_compares_each_streams_first_quarter_with_its_last(
     io.write_json(cell / "adapters" / "train_summary.json", {"steps": 16})
     rows = {r["quantity"]: r for r in preconditions.learning_rows([str(cell / "metrics.jsonl")])}
     rises = rows["grpo policy:A: training pass rate, first -> last 4 steps"]
-    assert rises["k"] == pytest.approx(0.335) and rises["n"] == pytest.approx(0.575)  # steps 0-3, 12-15
+    assert rises["first"] == pytest.approx(0.335) and rises["last"] == pytest.approx(0.575)  # steps 0-3, 12-15
+    assert rises["k"] == rises["n"] == ""
     assert rises["value"] == pytest.approx(0.24) and rises["ci_low"] > 0 and rises["meets"] == "yes"
     assert rises["target"] == preconditions.RISES
     falls = rows["grpo challenger:B: training reward, first -> last 4 steps"]
-    assert falls["k"] == pytest.approx(2.0 - 0.1 + 0.0)  # its steps 0 and 2 only
+    assert falls["first"] == pytest.approx(2.0 - 0.1 + 0.0)  # its steps 0 and 2 only
     assert falls["ci_high"] < 0 and falls["meets"] == "no" and falls["target"] == preconditions.HOLDS
     assert rows["grpo challenger:B: training conversion rate, first -> last 4 steps"]["meets"] == "no"
     flat = rows["grpo challenger:B: training pass rate, first -> last 4 steps"]
     assert flat["target"] == "" and flat["meets"] == "" and flat["ci_low"] is None  # no spread: no interval
     display = preconditions.display(list(rows.values()))
     assert ["0.335 -> 0.575", "+0.240"] == display[[r for r in rows].index(rises["quantity"])][4:6]
+
+
+def test_length_groups_keep_equal_lengths_together():
+    # 438 of 800 at the 96-token cap, 10 at 55 straddling the first quartile's cut: the cap is one
+    # group, not split by problem id across quartiles 2-4, the 55s one (cut at their nearer end),
+    # and no length is in two groups
+    lengths = [40] * 195 + [55] * 10 + [70] * 157 + [96] * 438
+    records = [{"id": f"p{i:03d}", "final_length": n} for i, n in enumerate(lengths)]
+    groups = preconditions.length_groups(records)
+    assert [len(g) for g in groups] == [195, 167, 438]   # the 55s start the second
+    assert sum(map(len, groups)) == len(records)
+    spans = [{r["final_length"] for r in g} for g in groups]
+    assert all(not (a & b) for i, a in enumerate(spans) for b in spans[i + 1:])
+    distinct = [{"id": f"q{i}", "final_length": i} for i in range(10)]
+    assert [len(g) for g in preconditions.length_groups(distinct)] == [2, 3, 2, 3]
+    assert preconditions.length_groups([]) == []

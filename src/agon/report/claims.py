@@ -33,6 +33,7 @@ place is not called either way.
 from __future__ import annotations
 
 import csv
+import math
 import statistics
 from pathlib import Path
 
@@ -40,6 +41,7 @@ from scipy import stats as _st
 
 from ..evaluate.records import index_records
 from ..evaluate.stats import mcnemar_exact, mean_interval, paired_by_id, seed_mean_interval, welch_difference
+from . import numbers
 from . import reported as reported_mod
 from . import tables
 
@@ -107,7 +109,7 @@ def _one_claim(index, spec: dict, claim: dict, model: str) -> dict:
     pooled_a, pooled_b, within = [], [], None
     for seed in seeds:
         ea, ra = tables.resolve_row(index, spec, model, a, seed, bench)
-        chosen += [f"{a} -> {ea} (seed {seed})"] if ea != a else []
+        chosen += tables.choice(index, spec, model, a, ea, seed)
         if measure == "rival_length":
             right, wrong = _after_draft(ra, f"{ea} (seed {seed})")
             a_values.append(statistics.fmean(right) if right else float("nan"))
@@ -118,7 +120,7 @@ def _one_claim(index, spec: dict, claim: dict, model: str) -> dict:
             diffs.append(within["difference"] if within else float("nan"))
             continue
         eb, rb = tables.resolve_row(index, spec, model, b, seed, bench)
-        chosen += [f"{b} -> {eb} (seed {seed})"] if eb != b else []
+        chosen += tables.choice(index, spec, model, b, eb, seed)
         if measure == "pass":
             paired = paired_by_id(ra, rb)
             xs, ys = [float(v) for v in paired.a], [float(v) for v in paired.b]
@@ -126,7 +128,9 @@ def _one_claim(index, spec: dict, claim: dict, model: str) -> dict:
             xs, ys = _lengths_by_id(ra, rb)
         a_values.append(statistics.fmean(xs))
         b_values.append(statistics.fmean(ys))
-        diffs.append(a_values[-1] - b_values[-1])
+        # one division of the summed difference: for counts and token lengths, the float nearest
+        # the exact paired difference, as a recount of the records gives it
+        diffs.append((math.fsum(xs) - math.fsum(ys)) / len(xs))
         pooled_a += xs
         pooled_b += ys
     if measure == "pass":
@@ -198,13 +202,13 @@ HEAD = ["claim", "model", "paper", "ours: a vs b", "difference [95% CI]", "p (te
 def _value(measure: str, x: float | None) -> str:
     if x is None:
         return "-"
-    return f"{100 * x:.1f}%" if measure == "pass" else f"{x:.1f}"
+    return f"{numbers.pct(x)}%" if measure == "pass" else numbers.fixed(x)
 
 
 def _diff(measure: str, x: float | None, unit: bool = True) -> str:
     if x is None:
         return "-"
-    number = f"{100 * x:+.1f}" if measure == "pass" else f"{x:+.1f}"
+    number = numbers.pp(x) if measure == "pass" else numbers.fixed(x, sign=True)
     return f"{number} {'pp' if measure == 'pass' else 'tok'}" if unit else number
 
 
@@ -217,7 +221,7 @@ def display(rows: list[dict]) -> list[list[str]]:
                 "rival_length": f"after a right draft {a} vs after a wrong one {b} tok"}[m]
         ci = (f"[{_diff(m, r['ci_low'], False)}, {_diff(m, r['ci_high'], False)}]"
               if r["ci_low"] is not None else "no interval")
-        p = "-" if r["p_value"] is None else f"{r['p_value']:.2g} ({r['test']})"
+        p = "-" if r["p_value"] is None else f"{numbers.p_value(r['p_value'])} ({r['test']})"
         body.append([r["claim"], r["model"], r["paper"], ours, f"{_diff(m, r['diff'])} {ci}", p, r["verdict"]])
     return body
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..evaluate.records import index_records
 from ..evaluate.stats import mcnemar_exact, paired_by_id, seed_mean_interval
-from . import tables
+from . import numbers, tables
 
 COLUMNS = ["a", "b", "model", "benchmark", "seeds", "per_seed_diff", "per_seed_p", "mean_diff", "ci_low",
            "ci_high", "only_a", "only_b", "n_pooled", "p_pooled", "selected"]
@@ -48,7 +48,7 @@ def build_rows(spec: dict, index) -> list[dict]:
                 ps.append(test["p_value"])
                 pooled_a += paired.a
                 pooled_b += paired.b
-                chosen += [f"{name} -> {ev} (seed {seed})" for name, ev in ((a, ea), (b, eb)) if name != ev]
+                chosen += tables.choice(index, spec, model, a, ea, seed) + tables.choice(index, spec, model, b, eb, seed)
             pooled = mcnemar_exact(pooled_a, pooled_b)
             interval = seed_mean_interval(diffs)
             rows.append({"a": a, "b": b, "model": model, "benchmark": spec["benchmark"],
@@ -68,18 +68,14 @@ HEAD = ["contrast", "model", "seeds", "per-seed diff (pp)", "mean diff (pp)", "9
         "only a / only b (pooled)", "p (pooled McNemar)"]
 
 
-def _pp(fraction: float) -> str:
-    """A difference as signed percentage points, one decimal: every column rounds the same way."""
-    return f"{100 * fraction:+.1f}"
-
-
 def display(rows: list[dict]) -> list[list[str]]:
     body = []
     for r in rows:
-        ci = f"[{_pp(r['ci_low'])}, {_pp(r['ci_high'])}]" if r["ci_low"] is not None else "one seed: none"
-        per_seed = " ".join(_pp(float(d)) for d in r["per_seed_diff"].split())
-        body.append([f"{r['a']} vs {r['b']}", r["model"], r["seeds"], per_seed, _pp(r["mean_diff"]), ci,
-                     f"{r['only_a']} / {r['only_b']}", f"{r['p_pooled']:.3g}"])
+        ci = (f"[{numbers.pp(r['ci_low'])}, {numbers.pp(r['ci_high'])}]" if r["ci_low"] is not None
+              else "one seed: none")
+        per_seed = " ".join(numbers.pp(float(d)) for d in r["per_seed_diff"].split())
+        body.append([f"{r['a']} vs {r['b']}", r["model"], r["seeds"], per_seed, numbers.pp(r["mean_diff"]), ci,
+                     f"{r['only_a']} / {r['only_b']}", numbers.p_value(r["p_pooled"])])
     return body
 
 

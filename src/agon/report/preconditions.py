@@ -24,7 +24,9 @@ is computed from per-problem records (and, for section 5, training metrics):
                       training (each pair's drafters alone, `pairs`), beside two seeds of
                       `reference` (GRPO) when the run has two seeds.
   4 length            whether writing more can buy accuracy at all: the base's accuracy by
-                      quartile of its completion length; its wrong completions cut by the
+                      length group (quartiles, each cut moved past a run of equal lengths so
+                      that ties stay in one group: fewer than four groups where one length,
+                      such as the token cap, fills more than a quarter); its wrong completions cut by the
                       token cap (more room might have answered them); and, where the spec
                       names the world's `retraction` marker, the share of its correct
                       completions that retracted something first (a retry that paid).
@@ -64,10 +66,13 @@ from pathlib import Path
 from .. import io
 from ..evaluate.records import index_records, records_for
 from ..evaluate.stats import clopper_pearson, mcnemar_exact
-from . import tables
+from . import numbers, tables
 
-COLUMNS = ["section", "quantity", "model", "seed", "k", "n", "value", "ci_low", "ci_high", "target", "meets",
-           "p_value"]
+# k / n: counts (sections 1-4, 6); first / last: a training metric's means over the start and
+# the end of the run (sections 5 and 7), whose `value` is their difference (last - first);
+# ci_low / ci_high: always an interval of `value`, empty where there is none
+COLUMNS = ["section", "quantity", "model", "seed", "k", "n", "first", "last", "value", "ci_low", "ci_high",
+           "target", "meets", "p_value"]
 KEYS = ("solo", "cascade", "mixture")
 SOLO_RANGE = (0.30, 0.55)  # headroom for RL, and enough right answers for a reward signal
 SOLO_RANGE_TEXT = f"{SOLO_RANGE[0]:.2f} - {SOLO_RANGE[1]:.2f}"
@@ -170,18 +175,33 @@ def _aligned(*record_lists) -> list[list[int]]:
     return out
 
 
+def length_groups(records: list[dict]) -> list[list[dict]]:
+    """`records` by final length, cut at the quartiles, each cut moved to the nearer end of the
+    run of equal lengths it falls in: equal lengths stay in one group, so a length that fills
+    more than a quarter (the token cap, often) makes fewer than four groups, never an
+    arbitrary split by problem id."""
+    ordered = sorted(records, key=lambda r: (r["final_length"], r["id"]))
+    lengths = [r["final_length"] for r in ordered]
+    n, cuts = len(ordered), {0, len(ordered)}
+    for q in range(1, 4):
+        i = q * n // 4
+        if 0 < i < n and lengths[i] == lengths[i - 1]:
+            start, end = lengths.index(lengths[i]), n - lengths[::-1].index(lengths[i])
+            i = start if i - start <= end - i else end
+        cuts.add(i)
+    bounds = sorted(cuts)
+    return [ordered[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
+
+
 def length_rows(model, seed, solo: list[dict], retraction: str | None = None) -> list[dict]:
-    """Section 4: accuracy by quartile of the base's final length (ties stay in one quartile),
-    wrong completions cut by the cap, and correct ones that retracted first (`retraction`)."""
-    ordered = sorted(solo, key=lambda r: (r["final_length"], r["id"]))
+    """Section 4: accuracy by group of the base's final length (`length_groups`), wrong
+    completions cut by the cap, and correct ones that retracted first (`retraction`)."""
     rows = []
-    for q in range(4):
-        part = ordered[q * len(ordered) // 4:(q + 1) * len(ordered) // 4]
-        if not part:
-            continue
+    groups = length_groups(solo)
+    for j, part in enumerate(groups, 1):
         lo, hi = part[0]["final_length"], part[-1]["final_length"]
-        rows.append(_fraction("4 length", f"base accuracy, length quartile {q + 1} ({lo}-{hi} tokens)", model,
-                              seed, _right(part), len(part)))
+        rows.append(_fraction("4 length", f"base accuracy, length group {j} of {len(groups)} ({lo}-{hi} tokens)",
+                              model, seed, _right(part), len(part)))
     rows.append(cut_row("base's", model, seed, solo))
     final = [r["stages"][-1] for r in solo]
     if retraction:
@@ -261,14 +281,17 @@ def training_length_rows(metrics_files: list[str]) -> list[dict]:
             first, last = means
             rows.append({"section": "5 length in training", "quantity": f"{method} {role}: mean length, first "
                          f"{span} -> last {span} step(s)", "model": model, "seed": seed, "k": "", "n": "",
-                         "value": last, "ci_low": first, "ci_high": last,
-                         "target": "", "meets": "", "p_value": None})
+                         "first": first, "last": last,
+                         "value": None if first is None or last is None else last - first,
+                         "ci_low": None, "ci_high": None, "target": "", "meets": "", "p_value": None})
     return rows
 
 
 # Section 7: per trained stream, a training metric over the run's first quarter of steps against
-# its last. Each step's value is one sample (its problems are new ones: one epoch draws every
-# problem once), so the interval is Welch's over the two quarters' step values.
+# its last. Each step's value is one sample, so the interval is Welch's over the two quarters'
+# step values. Within an epoch every step's problems are new; with several epochs the last
+# quarter may repeat problems of the first, a positive correlation this unpaired interval
+# ignores, which widens it.
 LEARNING_METRICS = (("reward", "reward"), ("pass_rate", "pass rate"), ("conversion_rate", "conversion rate"))
 RISES, HOLDS = "rises (interval above 0)", "does not fall (interval not below 0)"
 
@@ -299,7 +322,7 @@ def learning_rows(metrics_files: list[str]) -> list[dict]:
                     "yes" if (d["ci"][0] > 0 if target == RISES else d["ci"][1] >= 0) else "no")
                 rows.append({"section": "7 RL learned", "model": model, "seed": seed,
                              "quantity": f"{method} {stream}: training {label}, first -> last {quarter} steps",
-                             "k": d["first"], "n": d["last"], "value": d["difference"],
+                             "k": "", "n": "", "first": d["first"], "last": d["last"], "value": d["difference"],
                              "ci_low": d["ci"][0] if d["ci"] else None, "ci_high": d["ci"][1] if d["ci"] else None,
                              "target": target, "meets": meets, "p_value": d["p_value"]})
     return rows
@@ -342,7 +365,7 @@ def build_rows(spec: dict, index, metrics_files: list[str]) -> list[dict]:
 def _cell(x, digits=3) -> str:
     if x is None or x == "":
         return ""
-    return f"{x:.{digits}f}" if isinstance(x, float) else str(x)
+    return numbers.fixed(x, digits) if isinstance(x, float) else str(x)
 
 
 HEAD = ["section", "quantity", "model", "seed", "k / n", "value", "95% CI", "target", "meets", "p"]
@@ -353,16 +376,17 @@ def display(rows: list[dict]) -> list[list[str]]:
     body = []
     for r in rows:
         if r["section"].startswith("5"):
-            k_n, value, ci = "", f"{_cell(r['ci_low'], 1)} -> {_cell(r['value'], 1)}", ""
+            k_n, value, ci = "", f"{_cell(r['first'], 1)} -> {_cell(r['last'], 1)}", ""
         elif r["section"].startswith("7"):  # first -> last, then their difference and its interval
-            k_n, value = f"{_cell(r['k'])} -> {_cell(r['n'])}", f"{r['value']:+.3f}"
-            ci = f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]" if r["ci_low"] is not None else ""
+            k_n, value = f"{_cell(r['first'])} -> {_cell(r['last'])}", numbers.fixed(r["value"], 3, sign=True)
+            ci = (f"[{numbers.fixed(r['ci_low'], 3, sign=True)}, {numbers.fixed(r['ci_high'], 3, sign=True)}]"
+                  if r["ci_low"] is not None else "")
         else:
             k_n = f"{r['k']} / {r['n']}"
             value = _cell(r["value"])
             ci = f"[{_cell(r['ci_low'])}, {_cell(r['ci_high'])}]" if r["ci_low"] is not None else ""
         body.append([r["section"], r["quantity"], r["model"], str(r["seed"]), k_n, value, ci, r["target"],
-                     r["meets"], _cell(r["p_value"])])
+                     r["meets"], "" if r["p_value"] in (None, "") else numbers.p_value(r["p_value"])])
     return body
 
 

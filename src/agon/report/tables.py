@@ -52,12 +52,14 @@ from __future__ import annotations
 import json
 
 import re
+from fractions import Fraction
 from pathlib import Path
 
 from .. import io
 from ..evaluate.stats import (aggregate_seeds, clopper_pearson, mcnemar_exact, paired_by_id,
                               seed_mean_interval)
-from ..evaluate.records import index_records, pick, records_for
+from ..evaluate.records import index_records, pick, records_for, tied
+from . import numbers
 from . import reported as reported_mod
 
 ABSENT = "absent at this scale"
@@ -140,6 +142,17 @@ def summarize(records: list[dict]) -> dict:
     return out
 
 
+TIE = " (a tie: the first listed)"  # beside a direction its selection split left to the order of `picks`
+
+
+def choice(index, spec: dict, model: str, row: str, evaluation: str, seed: int) -> list[str]:
+    """How a pick's direction was chosen, for a table's `selected` column: [] for a plain row."""
+    if row == evaluation:
+        return []
+    tie = TIE if tied(index, model, spec["picks"][row], seed, spec.get("select_on", "validation")) else ""
+    return [f"{row} -> {evaluation} (seed {seed}){tie}"]
+
+
 def resolve_row(index, spec: dict, model: str, row: str, seed: int, benchmark: str) -> tuple[str, list[dict]]:
     """A row's evaluation and its records on `benchmark`: a pick (spec["picks"]) is the candidate
     chosen on the spec's `select_on` (default validation) for this seed, any other row itself."""
@@ -178,7 +191,8 @@ def build_rows(spec: dict, index) -> list[dict]:
                         row = {"method": label, "model": model, "benchmark": bench, "seed": seed,
                                **summarize(records), "_records": records, "_paper_method": name}
                         if chosen_on is not None:
-                            row["selected"] = f"{evaluation} on {chosen_on}"
+                            row["selected"] = f"{evaluation} on {chosen_on}" + (
+                                TIE if tied(index, model, picks[name], seed, chosen_on) else "")
                         per_seed.append(row)
                     rows += per_seed
                     if len(per_seed) > 1:
@@ -212,6 +226,14 @@ def _rival_length_mean(per_seed: list[dict]) -> dict:
     return {"n_rival_correct": n, "mean_length_rival_correct": total / n if n else None}
 
 
+def _rate_difference(r: dict, other: dict) -> float:
+    """pass@1(r) - pass@1(other): from the counts where both rows are one seed's (the float
+    nearest k/n - k'/n', which a recount of the records gives), else from the seed means."""
+    if r["seed"] != "mean" and other["seed"] != "mean":
+        return float(Fraction(r["k"], r["n"]) - Fraction(other["k"], other["n"]))
+    return r["pass_at_1"] - other["pass_at_1"]
+
+
 def _add_baseline_tests(rows: list[dict], baseline: str | None) -> None:
     if not baseline:
         return
@@ -221,7 +243,7 @@ def _add_baseline_tests(rows: list[dict], baseline: str | None) -> None:
         other = base.get((r["model"], r["seed"], r["benchmark"]))
         if other is None or "pass_at_1" not in r or r is other:
             continue
-        r["diff_vs_baseline"] = r["pass_at_1"] - other["pass_at_1"]
+        r["diff_vs_baseline"] = _rate_difference(r, other)
         if "_records" in r and "_records" in other:
             paired = paired_by_id(r["_records"], other["_records"])
             r["p_vs_baseline"] = mcnemar_exact(paired.a, paired.b)["p_value"]
@@ -268,13 +290,13 @@ def add_paper_columns(rows: list[dict], spec: dict, reported: dict) -> None:
 # --- rendering ---------------------------------------------------------------------
 
 def _pct(x) -> str:
-    return "" if x is None or x == "" else f"{100 * x:.1f}"
+    return "" if x is None or x == "" else numbers.pct(x)
 
 
 def _num(x, digits=1) -> str:
     if x is None or x == "":
         return ""
-    return f"{x:.{digits}f}" if isinstance(x, float) else str(x)
+    return numbers.fixed(x, digits) if isinstance(x, float) else str(x)
 
 
 def _yes_no(x) -> str:
@@ -319,9 +341,9 @@ def display(spec: dict, rows: list[dict]) -> tuple[list[str], list[str], list[li
                          f"{_num(r.get('mean_length_rival_correct'))} ({r['n_rival_correct']})"))
     optional += [
         ("diff_vs_baseline", f"Δ vs {baseline} (pp)", "r",
-         lambda r: "" if r.get("diff_vs_baseline") is None else f"{100 * r['diff_vs_baseline']:+.1f}"),
+         lambda r: "" if r.get("diff_vs_baseline") is None else numbers.pp(r["diff_vs_baseline"])),
         ("p_vs_baseline", f"p vs {baseline}", "r",
-         lambda r: "" if r.get("p_vs_baseline") is None else f"{r['p_vs_baseline']:.3g}"),
+         lambda r: "" if r.get("p_vs_baseline") is None else numbers.p_value(r["p_vs_baseline"])),
     ]
     groups = paper_column_groups(spec)
     for bench, prefix in groups:
