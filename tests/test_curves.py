@@ -1,5 +1,6 @@
 """Figure 7b's curve job on fixed files: which records each point reads, and the pick rule."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -107,3 +108,26 @@ def test_a_damaged_records_file_stops_the_curve_naming_it(cell):
     final.write_text("".join(final.read_text().splitlines(keepends=True)[1:]))  # p0's record lost
     with pytest.raises(ValueError, match=rf"{final}: 1 problem\(s\) of its split \(6\) missing, first 'p0'"):
         curves.run_curve(cell, log=lambda m: None, backend_factory=lambda *a: ("s", "f"))
+
+
+def test_a_damaged_curve_file_stops_the_figure_named(tmp_path):
+    def pt(step, k, source="snapshot", seed=0):
+        return {"row": "agon", "model": "toy", "seed": seed, "step": step, "k": k, "n": 2, "evaluation": "agon_ab",
+                "source": source, "selected": "", "records": [{"id": "p0", "correct": int(k > 0), "final_length": 5},
+                                                              {"id": "p1", "correct": int(k > 1), "final_length": 5}]}
+
+    path = tmp_path / "seed0.jsonl"
+    whole = [pt(0, 1, "untrained base (zero_shot records)"), pt(24, 1), pt(48, 2, "final adapters (evaluation records)")]
+    io.write_jsonl(path, whole)
+    assert [p["step"] for p in curves.load_points([str(path)])] == [0, 24, 48]
+    for points, message in (
+            (whole[:-1], "from step 0 to a 'snapshot' point"),                    # cut at a line boundary
+            ([whole[0], {**whole[1], "k": 2}, whole[2]], "k 2 / n 2 is not what its 2 records count"),
+            ([whole[0], {**whole[1], "seed": 1}, whole[2]], "a point of row 'agon', model 'toy', seed 1"),
+            ([whole[0], whole[2], whole[1]], "step 24 after step 48")):
+        io.write_jsonl(path, points)
+        with pytest.raises(ValueError, match=re.escape(message)):
+            curves.load_points([str(path)])
+    path.write_text("")
+    with pytest.raises(ValueError, match="empty curve file"):
+        curves.load_points([str(path)])

@@ -1,6 +1,7 @@
 """Result files read back checked: a records file against its split, metrics against their steps."""
 
 import json
+import re
 
 import pytest
 
@@ -66,13 +67,101 @@ def test_a_record_must_count_what_it_claims(records_file):
 
 def test_metrics_gaps_and_duplicates_name_the_step(tmp_path):
     path = tmp_path / "metrics.jsonl"
-    io.write_jsonl(path, [{"step": s} for s in (0, 1, 2)])
+    io.write_jsonl(path, [{"step": s, "streams": {}} for s in (0, 1, 2)])
     assert len(read_steps(path, 3)) == 3
-    io.write_jsonl(path, [{"step": s} for s in (0, 2)])
+    io.write_jsonl(path, [{"step": s, "streams": {}} for s in (0, 2)])
     with pytest.raises(ValueError, match=rf"{path}:2: step 1 missing \(found step 2\)"):
         read_steps(path, 3)
-    io.write_jsonl(path, [{"step": s} for s in (0, 1, 1, 2)])
+    io.write_jsonl(path, [{"step": s, "streams": {}} for s in (0, 1, 1, 2)])
     with pytest.raises(ValueError, match=rf"{path}:3: step 1 again"):
         read_steps(path, 3)
     with pytest.raises(ValueError, match=r"2 step\(s\) recorded, but the run made 3 \(step 2 missing\)"):
         check_steps(path, [{"step": 0}, {"step": 1}], 3)
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda r: r["stages"][0].update(correct=2), "every stage needs `correct` 0 or 1"),
+    (lambda r: r["stages"][0].update(correct="yes"), "every stage needs `correct` 0 or 1"),
+    (lambda r: r["stages"][0].update(correct=None), "every stage needs `correct` 0 or 1"),
+    (lambda r: r["stages"][0].update(length="3"), "a token `length`"),
+    (lambda r: r["stages"][0].update(truncated="no"), "`truncated`, where present, true or false"),
+    (lambda r: r.update(final_length=999), "final_length 999, its final stage's"),
+    (lambda r: r.pop("final_length"), "final_length None, its final stage's"),
+    (lambda r: r.update(correct=True, stages=[{"length": 3, "correct": 0}]), "does not count what it claims"),
+])
+def test_every_stage_counts_what_a_table_reads_from_it(records_file, damage, message):
+    # values a table would count (a 2 counted twice, "yes" or null as a right answer, a length
+    # not the final stage's) stop the file, named, instead of moving a number
+    forged = [record(i) for i in IDS]
+    damage(forged[1])
+    io.write_jsonl(records_file, forged)
+    with pytest.raises(ValueError, match=rf"{records_file}:2: record of 'p2'.*{re.escape(message)}"):
+        read_records(records_file, IDS)
+
+
+def test_an_empty_line_or_a_line_not_an_object_is_named(records_file):
+    records_file.write_text(lines(records_file)[0] + "\n" + "".join(lines(records_file)[1:]))
+    with pytest.raises(ValueError, match=rf"{records_file}:2: an empty line"):
+        read_records(records_file, IDS)
+    records_file.write_text(lines(records_file)[0] + "[1, 2]\n" + "".join(lines(records_file)[2:]))
+    with pytest.raises(ValueError, match=rf"{records_file}:2: a JSON object expected, found list"):
+        read_records(records_file, IDS)
+
+
+def test_every_record_names_the_file_it_is_read_as(tmp_path):
+    from agon.evaluate.records import index_records
+
+    split = tmp_path / "heldout.jsonl"
+    io.write_jsonl(split, [{"id": i} for i in IDS])
+    path = tmp_path / "agon_ab.heldout.jsonl"
+    keyed = [{**record(i), "model": "toy", "evaluation": "agon_ab", "seed": 0, "benchmark": "heldout"} for i in IDS]
+    io.write_jsonl(path, keyed)
+    assert list(index_records([str(path)], {"heldout": str(split)})) == [("toy", "agon_ab", 0, "heldout")]
+    for field, value in (("evaluation", "agon_ba"), ("seed", 1), ("seed", "0"), ("benchmark", "validation")):
+        bad = [dict(r) for r in keyed]
+        bad[2][field] = value
+        io.write_jsonl(path, bad)
+        with pytest.raises(ValueError, match=rf"{path}:3: record of 'p3' names .*{field} {value!r}"):
+            index_records([str(path)], {"heldout": str(split)})
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_metrics_must_hold_finite_numbers(tmp_path, bad):
+    path = tmp_path / "metrics.jsonl"
+    io.write_jsonl(path, [{"step": 0, "streams": {"policy:A": {"reward": 1.0}}},
+                          {"step": 1, "streams": {"policy:A": {"reward": bad}}}])
+    with pytest.raises(ValueError, match=rf"{path}:2: step 1: streams.policy:A.reward is not a finite number"):
+        read_steps(path, 2)
+
+
+def test_a_json_file_that_does_not_parse_is_named(tmp_path):
+    path = tmp_path / "provenance.json"
+    path.write_text('{"provenance": {"base":\n')
+    with pytest.raises(ValueError, match=rf"{path}:2: not valid JSON"):
+        io.read_json(path)
+
+
+def test_a_damaged_split_is_named_not_its_records(tmp_path):
+    from agon.evaluate.records import split_ids
+
+    split = tmp_path / "heldout.jsonl"
+    io.write_jsonl(split, [{"id": "p1"}, {"id": "p2"}, {"id": "p1"}])
+    with pytest.raises(ValueError, match=rf"{split}:3: problem 'p1' again \(first at line 1\): the split is damaged"):
+        split_ids(split)
+    io.write_jsonl(split, [{"id": "p1"}, {"prompt": "x"}])
+    with pytest.raises(ValueError, match=rf"{split}:2: a problem without an id"):
+        split_ids(split)
+
+
+@pytest.mark.parametrize("stats, named", [({"reward": None}, "streams.policy:A.reward (None)"),
+                                          ({"pass_rate": "0.5"}, "streams.policy:A.pass_rate ('0.5')"),
+                                          ({"reward": True}, "streams.policy:A.reward (True)")])
+def test_a_stream_measures_its_step_in_numbers(tmp_path, stats, named):
+    path = tmp_path / "metrics.jsonl"
+    io.write_jsonl(path, [{"step": 0, "streams": {"policy:A": {"reward": 1.0, "pass_rate": 0.5}}},
+                          {"step": 1, "streams": {"policy:A": {"reward": 1.0, "pass_rate": 0.5, **stats}}}])
+    with pytest.raises(ValueError, match=rf"{path}:2: step 1: {re.escape(named)} is not a finite number"):
+        read_steps(path, 2)
+    io.write_jsonl(path, [{"step": 0, "streams": None}])
+    with pytest.raises(ValueError, match=rf"{path}:1: step 0: `streams` must map"):
+        read_steps(path, 1)

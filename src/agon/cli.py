@@ -123,7 +123,9 @@ def cmd_figure7b(args) -> None:
     points = curves.load_points(args.points)
     if len({p["model"] for p in points}) > 1:
         points = [{**p, "method": f"{p['method']} ({p['model']})"} for p in points]
-    figures.training_curves(points, args.out_prefix, "Figure 7b - held-out pass@1 during training")
+    sizes = sorted({int(p["n"]) for p in points})  # the figure's subset, not the tables' whole split
+    on = f" (first {sizes[0]} problems)" if len(sizes) == 1 else ""
+    figures.training_curves(points, args.out_prefix, f"Figure 7b - held-out pass@1 during training{on}")
     io.write_csv(f"{args.out_prefix}.csv", points,
                  ["method", "model", "seed", "step", "k", "n", "evaluation", "selected", "source"])
 
@@ -165,14 +167,16 @@ def cmd_report(args) -> None:
                 continue
             rows.append({**r, "seed": int(r["seed"]),
                          **{k: float(r[k]) for k in ("pass_at_1", "ci_low", "ci_high", "mean_length")}})
+    provenance = []  # every input read and checked before the first output is written
+    for path in sorted(args.provenance):
+        record = io.read_json(path)
+        if not isinstance(record, dict) or not isinstance(record.get("provenance"), dict):
+            raise ValueError(f"{path}: no 'provenance' object (the job that wrote it records one); rerun that job")
+        provenance.append({"file": path, **record["provenance"]})
     paper = figures.paper_points(reported.load_reported(args.reported))
     fig_prefix = Path(args.figure_prefix)
     figures.pass_vs_length(rows, fig_prefix, "Figure 7a - pass@1 against mean final-stage length",
                            reported=paper)
-    provenance = []
-    for path in sorted(args.provenance):
-        record = io.read_json(path)
-        provenance.append({"file": path, **record["provenance"]})
     rel = lambda p: str(Path(p).resolve().relative_to(out.parent.resolve()))  # noqa: E731
     tables, notes = {}, list(spec.get("notes", []))
     for p in args.tables:
@@ -190,7 +194,9 @@ def cmd_report(args) -> None:
         figs[f"Training curves of {model}: per step, every cell (colour) and role (line style), from "
              f"metrics.jsonl"] = rel(png)
     if args.fig7b:
-        figs["Figure 7b: held-out pass@1 (95% CI band) of adapter snapshots during training; step 0 is "
+        subset = (spec.get("figures") or {}).get("fig7b", {}).get("problems")
+        on = f" on the first {subset} held-out problems (the tables use all)" if subset else ""
+        figs[f"Figure 7b: held-out pass@1 (95% CI band) of adapter snapshots during training{on}; step 0 is "
              "the untrained base, the last point the final adapters (points: figures/fig7b.csv)"] = rel(args.fig7b)
     headline = [name for name in tables if spec["tables"].get(name, {}).get("kind") == "claims"]
     report.write_report(out, title=f"Agon reproduction - run {spec['run']}", config=spec,

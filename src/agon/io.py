@@ -177,7 +177,10 @@ def write_json(path, obj: Any) -> None:
 
 def read_json(path) -> Any:
     with open(path) as f:
-        return json.load(f)
+        try:
+            return json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}:{e.lineno}: not valid JSON ({e.msg}, column {e.colno})") from None
 
 
 def write_jsonl(path, rows: Iterable[dict]) -> None:
@@ -186,16 +189,23 @@ def write_jsonl(path, rows: Iterable[dict]) -> None:
             f.write(json.dumps(row, sort_keys=True) + "\n")
 
 
-def read_jsonl(path) -> list[dict]:
+def read_jsonl(path, blank_lines: bool = True) -> list[dict]:
+    """One JSON object per line. Empty lines are skipped, or with `blank_lines=False` (a file
+    the pipeline wrote, where one means damage and would shift every later line number) refused."""
     rows = []
     with open(path) as f:
         for lineno, line in enumerate(f, 1):
             if not line.strip():
-                continue
+                if blank_lines:
+                    continue
+                raise ValueError(f"{path}:{lineno}: an empty line (the file holds one JSON object per line)")
             try:
-                rows.append(json.loads(line))
+                row = json.loads(line)
             except json.JSONDecodeError as e:
                 raise ValueError(f"{path}:{lineno}: not valid JSON ({e.msg})") from None
+            if not isinstance(row, dict):
+                raise ValueError(f"{path}:{lineno}: a JSON object expected, found {type(row).__name__}")
+            rows.append(row)
     return rows
 
 

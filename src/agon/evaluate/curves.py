@@ -30,7 +30,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import io
-from .records import index_records, pick
+from .records import complete, index_records, pick
 
 
 def subset(problems: list[dict], n: int) -> list[dict]:
@@ -122,11 +122,43 @@ def run_curve(spec: dict, backend_factory, log=print, device: str = "cpu", write
     return points
 
 
+REDO_CURVE = "delete it and rerun its curve job"
+
+
+def check_curve(path, points: list[dict]) -> None:
+    """Raise ValueError unless a curve file holds one row's points, from step 0 (the untrained
+    base) to the final adapters, in rising steps, each counting its own records: a file cut at a
+    line boundary, or a point edited, would otherwise move or drop a line of Figure 7b."""
+    fields = ("row", "model", "seed", "step", "k", "n", "evaluation", "source")
+    for line, p in enumerate(points, 1):
+        missing = [f for f in fields if f not in p]
+        if missing:
+            raise ValueError(f"{path}:{line}: a curve point without {missing[0]!r}; {REDO_CURVE}")
+        if (p["row"], p["model"], p["seed"]) != (points[0]["row"], points[0]["model"], points[0]["seed"]):
+            raise ValueError(f"{path}:{line}: a point of row {p['row']!r}, model {p['model']!r}, seed {p['seed']!r} "
+                             f"in the file of line 1's; {REDO_CURVE}")
+        if line > 1 and not (type(p["step"]) is int and p["step"] > points[line - 2]["step"]):
+            raise ValueError(f"{path}:{line}: step {p['step']!r} after step {points[line - 2]['step']!r} "
+                             f"(steps rise from 0); {REDO_CURVE}")
+        records = p.get("records")
+        if records is not None and (p["n"] != len(records) or p["k"] != sum(int(r["correct"]) for r in records)
+                                    or any(r["correct"] not in (0, 1) for r in records)):
+            raise ValueError(f"{path}:{line}: step {p['step']}: k {p['k']!r} / n {p['n']!r} is not what its "
+                             f"{len(records)} records count; {REDO_CURVE}")
+    if points[0]["step"] != 0 or not str(points[-1]["source"]).startswith("final adapters"):
+        raise ValueError(f"{path}: a curve runs from step 0 to the final adapters; this one from step "
+                         f"{points[0]['step']!r} to a {points[-1]['source']!r} point (cut short?); {REDO_CURVE}")
+
+
 def load_points(paths: list[str]) -> list[dict]:
-    """Every point of the curve files, for figures.training_curves (method = the row)."""
+    """Every point of the curve files (each checked: `check_curve`), for figures.training_curves
+    (method = the row)."""
     out = []
     for path in paths:
-        for p in io.read_jsonl(path):
+        complete(path, "curve file", REDO_CURVE)
+        points = io.read_jsonl(path, blank_lines=False)
+        check_curve(path, points)
+        for p in points:
             out.append({"method": p["row"], "model": p["model"], "seed": p["seed"], "step": p["step"],
                         "k": p["k"], "n": p["n"], "evaluation": p["evaluation"], "source": p["source"],
                         "selected": p.get("selected") or ""})

@@ -6,13 +6,16 @@ counted from a damaged one: a records file must hold valid JSON to its last line
 end in a newline (a file cut at a line boundary loses whole records, which the id
 check then finds), carry each problem of its split exactly once and nothing else, and
 count what it claims (`correct` is the final stage's, `total_tokens` the sum of the
-stage lengths). A metrics file must hold steps 0..N-1, each once, in order. Every
-failure is a ValueError naming the file and the first bad line, id or step, and what
-to do about it.
+stage lengths, `final_length` the final stage's length; every stage's `correct` 0 or 1,
+its `length` a count), and name in every record the model, evaluation, seed and benchmark
+its file is read as. A metrics file must hold steps 0..N-1, each once, in order, with
+finite numbers. Every failure is a ValueError naming the file and the first bad line, id
+or step, and what to do about it.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from .. import io
@@ -21,18 +24,28 @@ REDO = "delete it (or its cell's evaluation directory) and rerun to evaluate aga
 
 
 def split_ids(path) -> list[str]:
-    """The problem ids of a split file, in order."""
-    return [p["id"] for p in io.read_jsonl(path)]
+    """The problem ids of a split file, in order (each problem once, each with an id)."""
+    ids, seen = [], {}
+    for line, p in enumerate(io.read_jsonl(path, blank_lines=False), 1):
+        pid = p.get("id")
+        if pid is None or pid in seen:
+            what = f"problem {pid!r} again (first at line {seen[pid]})" if pid in seen else "a problem without an id"
+            raise ValueError(f"{path}:{line}: {what}: the split is damaged; rerun its prepare job "
+                             "(its records then no longer match it)")
+        seen[pid] = line
+        ids.append(pid)
+    return ids
 
 
-def _complete(path) -> None:
+def complete(path, what: str = "records file", redo: str = REDO) -> None:
+    """Raise ValueError when the file at `path` is empty or does not end in a newline (cut short)."""
     with open(path, "rb") as f:
         f.seek(0, 2)
         if f.tell() == 0:
-            raise ValueError(f"{path}: empty records file; {REDO}")
+            raise ValueError(f"{path}: empty {what}; {redo}")
         f.seek(-1, 2)
         if f.read(1) != b"\n":
-            raise ValueError(f"{path}: the last line has no newline (the file was cut short); {REDO}")
+            raise ValueError(f"{path}: the last line has no newline (the file was cut short); {redo}")
 
 
 def check_records(path, records: list[dict], ids: list[str]) -> None:
@@ -48,21 +61,36 @@ def check_records(path, records: list[dict], ids: list[str]) -> None:
             raise ValueError(f"{path}:{line}: problem {pid!r} is not in its split; {REDO}")
         seen[pid] = line
         stages = r.get("stages")
-        if not isinstance(stages, list) or not stages or r.get("correct") not in (0, 1) \
-                or r["correct"] != stages[-1].get("correct") \
-                or r.get("total_tokens") != sum(s.get("length", 0) for s in stages):
+        if not isinstance(stages, list) or not stages or not all(map(_counted_stage, stages)):
+            raise ValueError(f"{path}:{line}: record of {pid!r}: every stage needs `correct` 0 or 1 and a "
+                             f"token `length` (a count), and `truncated`, where present, true or false; {REDO}")
+        if _flag(r.get("correct")) is None or r["correct"] != stages[-1]["correct"] \
+                or r.get("total_tokens") != sum(s["length"] for s in stages) \
+                or r.get("final_length") != stages[-1]["length"]:
             raise ValueError(f"{path}:{line}: record of {pid!r} does not count what it claims (correct "
-                             f"{r.get('correct')!r}, its final stage's, total_tokens the sum of its stages); {REDO}")
+                             f"{r.get('correct')!r}, its final stage's; total_tokens the sum of its stages' lengths; "
+                             f"final_length {r.get('final_length')!r}, its final stage's); {REDO}")
     missing = [i for i in ids if i not in seen]
     if missing:
         raise ValueError(f"{path}: {len(missing)} problem(s) of its split ({len(ids)}) missing, first "
                          f"{missing[0]!r}; {REDO}")
 
 
+def _flag(x):
+    """x when it is a 0/1 flag (an int or a bool), else None: 2, "yes" or null count nothing."""
+    return x if type(x) in (int, bool) and x in (0, 1) else None
+
+
+def _counted_stage(stage) -> bool:
+    return (isinstance(stage, dict) and _flag(stage.get("correct")) is not None
+            and type(stage.get("length")) is int and stage["length"] >= 0
+            and type(stage.get("truncated", False)) is bool)
+
+
 def read_records(path, ids: list[str]) -> list[dict]:
     """A records file, checked against its split's `ids` (see the module doc)."""
-    _complete(path)
-    records = io.read_jsonl(path)
+    complete(path)
+    records = io.read_jsonl(path, blank_lines=False)
     check_records(path, records, ids)
     return records
 
@@ -89,11 +117,38 @@ def check_steps(path, history: list[dict], steps: int) -> None:
     if len(history) != steps:
         raise ValueError(f"{path}: {len(history)} step(s) recorded, but the run made {steps} "
                          f"(step {len(history)} missing)")
+    for line, record in enumerate(history, 1):
+        bad = _non_finite(record)
+        streams = record.get("streams")
+        if not isinstance(streams, dict) or not all(isinstance(v, dict) for v in streams.values()):
+            raise ValueError(f"{path}:{line}: step {record['step']}: `streams` must map each stream to its numbers")
+        for stream, stats in streams.items():
+            for key in MEASURED:
+                if key in stats and (type(stats[key]) not in (int, float)):
+                    bad = bad or f"streams.{stream}.{key} ({stats[key]!r})"
+        if bad:
+            raise ValueError(f"{path}:{line}: step {record['step']}: {bad} is not a finite number: a table "
+                             "or curve would count it as a value")
+
+
+MEASURED = ("reward", "pass_rate", "mean_length")  # every step's numbers per stream (conversion_rate may be null)
+
+
+def _non_finite(value, where: str = "") -> str | None:
+    """The key path of the first NaN or infinity in a metrics record (json reads both), or None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return where or "a value"
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, inner in items:
+        found = _non_finite(inner, f"{where}.{key}" if where else str(key))
+        if found:
+            return found
+    return None
 
 
 def read_steps(path, steps: int) -> list[dict]:
     """A per-step metrics file, checked to hold steps 0..`steps`-1."""
-    history = io.read_jsonl(path) if Path(path).exists() else []
+    history = io.read_jsonl(path, blank_lines=False) if Path(path).exists() else []
     check_steps(path, history, steps)
     return history
 
@@ -116,8 +171,7 @@ def index_records(paths: list[str], splits: dict[str, str] | None = None) -> dic
         records = read_records(path, ids_of[benchmark]) if splits is not None else io.read_jsonl(path)
         if not records:
             raise ValueError(f"{path}: no evaluation records")
-        first = records[0]
-        key = (first["model"], first["evaluation"], int(first["seed"]), first["benchmark"])
+        key = _file_key(path, records, named=splits is not None)
         ids = [r["id"] for r in records]
         if len(set(ids)) != len(ids):
             raise ValueError(f"{path}: duplicate problem ids")
@@ -125,6 +179,24 @@ def index_records(paths: list[str], splits: dict[str, str] | None = None) -> dic
             raise ValueError(f"{path}: a second records file for {key}")
         index[key] = records
     return index
+
+
+def _file_key(path, records: list[dict], named: bool) -> tuple:
+    """(model, evaluation, seed, benchmark) that every record of the file names. With `named`
+    (the workflow's files, <evaluation>.<benchmark>.jsonl) its name must agree too: a record
+    written for another file is found in its own, not blamed on the file whose key it took."""
+    keys = ("model", "evaluation", "seed", "benchmark")
+    first = records[0]
+    if named:
+        evaluation, _dot, benchmark = Path(path).name.removesuffix(".jsonl").rpartition(".")
+        first = {**first, "evaluation": evaluation, "benchmark": benchmark}
+    for line, r in enumerate(records, 1):
+        if any(k not in r for k in keys) or type(r["seed"]) is not int or any(r[k] != first[k] for k in keys):
+            raise ValueError(f"{path}:{line}: record of {r.get('id')!r} names model {r.get('model')!r}, evaluation "
+                             f"{r.get('evaluation')!r}, seed {r.get('seed')!r}, benchmark {r.get('benchmark')!r}; "
+                             f"the file holds model {first.get('model')!r}, evaluation {first.get('evaluation')!r}, "
+                             f"seed {first.get('seed')!r}, benchmark {first.get('benchmark')!r}; {REDO}")
+    return tuple(first[k] for k in keys)
 
 
 def records_for(index, model, evaluation, seed, benchmark):
@@ -148,3 +220,9 @@ def pick(index, model, candidates: list[str], seed: int, benchmark: str) -> str:
     """
     scores = [pass_rate(index, model, c, seed, benchmark) for c in candidates]
     return candidates[scores.index(max(scores))]
+
+
+def tied(index, model, candidates: list[str], seed: int, benchmark: str) -> bool:
+    """Whether `pick`'s best pass@1 is shared: its choice is then the first listed, not a measurement."""
+    scores = [pass_rate(index, model, c, seed, benchmark) for c in candidates]
+    return scores.count(max(scores)) > 1
