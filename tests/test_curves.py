@@ -124,7 +124,9 @@ def test_a_damaged_curve_file_stops_the_figure_named(tmp_path):
             (whole[:-1], "from step 0 to a 'snapshot' point"),                    # cut at a line boundary
             ([whole[0], {**whole[1], "k": 2}, whole[2]], "k 2 / n 2 is not what its 2 records count"),
             ([whole[0], {**whole[1], "seed": 1}, whole[2]], "a point of row 'agon', model 'toy', seed 1"),
-            ([whole[0], whole[2], whole[1]], "step 24 after step 48")):
+            ([whole[0], whole[2], whole[1]], "step 24 after step 48"),
+            ([whole[0], {**whole[1], "records": [{"id": "p0", "correct": "yes"}] * 2}, whole[2]],
+             "k 1 / n 2 is not what its 2 records count")):
         io.write_jsonl(path, points)
         with pytest.raises(ValueError, match=re.escape(message)):
             curves.load_points([str(path)])

@@ -141,8 +141,10 @@ def check_curve(path, points: list[dict]) -> None:
             raise ValueError(f"{path}:{line}: step {p['step']!r} after step {points[line - 2]['step']!r} "
                              f"(steps rise from 0); {REDO_CURVE}")
         records = p.get("records")
-        if records is not None and (p["n"] != len(records) or p["k"] != sum(int(r["correct"]) for r in records)
-                                    or any(r["correct"] not in (0, 1) for r in records)):
+        if records is not None and not (
+                all(isinstance(r, dict) and type(r.get("correct")) in (int, bool) and r["correct"] in (0, 1)
+                    for r in records)
+                and (p["n"], p["k"]) == (len(records), sum(r["correct"] for r in records))):
             raise ValueError(f"{path}:{line}: step {p['step']}: k {p['k']!r} / n {p['n']!r} is not what its "
                              f"{len(records)} records count; {REDO_CURVE}")
     if points[0]["step"] != 0 or not str(points[-1]["source"]).startswith("final adapters"):

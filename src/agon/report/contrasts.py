@@ -48,7 +48,8 @@ def build_rows(spec: dict, index) -> list[dict]:
                 ps.append(test["p_value"])
                 pooled_a += paired.a
                 pooled_b += paired.b
-                chosen += tables.choice(index, spec, model, a, ea, seed) + tables.choice(index, spec, model, b, eb, seed)
+                for row, ev in ((a, ea), (b, eb)):
+                    chosen += tables.choice(index, spec, model, row, ev, seed)
             pooled = mcnemar_exact(pooled_a, pooled_b)
             interval = seed_mean_interval(diffs)
             rows.append({"a": a, "b": b, "model": model, "benchmark": spec["benchmark"],
