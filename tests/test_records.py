@@ -165,3 +165,17 @@ def test_a_stream_measures_its_step_in_numbers(tmp_path, stats, named):
     io.write_jsonl(path, [{"step": 0, "streams": None}])
     with pytest.raises(ValueError, match=rf"{path}:1: step 0: `streams` must map"):
         read_steps(path, 1)
+
+
+def test_a_split_that_is_not_what_its_prepare_job_wrote_is_named(tmp_path):
+    from agon.data.splits import split_hash
+    from agon.evaluate.records import split_ids
+
+    split = tmp_path / "heldout.jsonl"
+    problems = [{"id": "p1", "answer": "1"}, {"id": "p2", "answer": "2"}]
+    io.write_jsonl(split, problems)
+    io.write_json(tmp_path / "manifest.json", {"splits": {"heldout": {"count": 2, "hash": split_hash(problems)}}})
+    assert split_ids(split) == ["p1", "p2"]
+    io.write_jsonl(split, problems[:1])   # a problem dropped from the split, not from its records
+    with pytest.raises(ValueError, match=rf"{split}: its content is not what its prepare job wrote"):
+        split_ids(split)

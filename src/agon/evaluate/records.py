@@ -24,9 +24,18 @@ REDO = "delete it (or its cell's evaluation directory) and rerun to evaluate aga
 
 
 def split_ids(path) -> list[str]:
-    """The problem ids of a split file, in order (each problem once, each with an id)."""
+    """The problem ids of a split file, in order (each problem once, each with an id; its content
+    the hash its prepare job recorded in manifest.json beside it, where there is one)."""
+    from ..data.splits import split_hash
+
+    problems = io.read_jsonl(path, blank_lines=False)
+    manifest = Path(path).parent / "manifest.json"
+    recorded = io.read_json(manifest).get("splits", {}).get(Path(path).stem, {}) if manifest.exists() else {}
+    if "hash" in recorded and split_hash(problems) != recorded["hash"]:
+        raise ValueError(f"{path}: its content is not what its prepare job wrote (hash {split_hash(problems)}, "
+                         f"{manifest} says {recorded['hash']}): the split is damaged; rerun its prepare job")
     ids, seen = [], {}
-    for line, p in enumerate(io.read_jsonl(path, blank_lines=False), 1):
+    for line, p in enumerate(problems, 1):
         pid = p.get("id")
         if pid is None or pid in seen:
             what = f"problem {pid!r} again (first at line {seen[pid]})" if pid in seen else "a problem without an id"
