@@ -85,6 +85,7 @@ def test_metrics_gaps_and_duplicates_name_the_step(tmp_path):
     (lambda r: r["stages"][0].update(correct=None), "every stage needs `correct` 0 or 1"),
     (lambda r: r["stages"][0].update(length="3"), "a token `length`"),
     (lambda r: r["stages"][0].update(truncated="no"), "`truncated`, where present, true or false"),
+    (lambda r: r["stages"][0].update(completion=None), "`completion` text"),
     (lambda r: r.update(final_length=999), "final_length 999, its final stage's"),
     (lambda r: r.pop("final_length"), "final_length None, its final stage's"),
     (lambda r: r.update(correct=True, stages=[{"length": 3, "correct": 0}]), "does not count what it claims"),

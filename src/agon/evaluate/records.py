@@ -72,7 +72,8 @@ def check_records(path, records: list[dict], ids: list[str]) -> None:
         stages = r.get("stages")
         if not isinstance(stages, list) or not stages or not all(map(_counted_stage, stages)):
             raise ValueError(f"{path}:{line}: record of {pid!r}: every stage needs `correct` 0 or 1 and a "
-                             f"token `length` (a count), and `truncated`, where present, true or false; {REDO}")
+                             f"token `length` (a count), and `truncated`, where present, true or false, "
+                             f"`completion` text; {REDO}")
         if _flag(r.get("correct")) is None or r["correct"] != stages[-1]["correct"] \
                 or r.get("total_tokens") != sum(s["length"] for s in stages) \
                 or r.get("final_length") != stages[-1]["length"]:
@@ -93,7 +94,7 @@ def _flag(x):
 def _counted_stage(stage) -> bool:
     return (isinstance(stage, dict) and _flag(stage.get("correct")) is not None
             and type(stage.get("length")) is int and stage["length"] >= 0
-            and type(stage.get("truncated", False)) is bool)
+            and type(stage.get("truncated", False)) is bool and type(stage.get("completion", "")) is str)
 
 
 def read_records(path, ids: list[str]) -> list[dict]:
