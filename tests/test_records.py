@@ -114,15 +114,17 @@ def test_every_record_names_the_file_it_is_read_as(tmp_path):
 
     split = tmp_path / "heldout.jsonl"
     io.write_jsonl(split, [{"id": i} for i in IDS])
-    path = tmp_path / "agon_ab.heldout.jsonl"
+    path = tmp_path / "seed0" / "agon_ab.heldout.jsonl"   # the workflow's layout: the seed in the path too
     keyed = [{**record(i), "model": "toy", "evaluation": "agon_ab", "seed": 0, "benchmark": "heldout"} for i in IDS]
     io.write_jsonl(path, keyed)
     assert list(index_records([str(path)], {"heldout": str(split)})) == [("toy", "agon_ab", 0, "heldout")]
-    for field, value in (("evaluation", "agon_ba"), ("seed", 1), ("seed", "0"), ("benchmark", "validation")):
+    for field, value, line in (("evaluation", "agon_ba", 3), ("seed", 1, 3), ("seed", "0", 3),
+                               ("benchmark", "validation", 3), ("seed", 1, 1)):
         bad = [dict(r) for r in keyed]
-        bad[2][field] = value
+        for r in bad[line - 1:] if line == 1 else [bad[line - 1]]:  # line 1: every record says it
+            r[field] = value
         io.write_jsonl(path, bad)
-        with pytest.raises(ValueError, match=rf"{path}:3: record of 'p3' names .*{field} {value!r}"):
+        with pytest.raises(ValueError, match=rf"{path}:{line}: record of '{bad[line - 1]['id']}' names .*{field} {value!r}"):
             index_records([str(path)], {"heldout": str(split)})
 
 

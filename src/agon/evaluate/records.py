@@ -16,6 +16,7 @@ or step, and what to do about it.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 from .. import io
@@ -193,13 +194,16 @@ def index_records(paths: list[str], splits: dict[str, str] | None = None) -> dic
 
 def _file_key(path, records: list[dict], named: bool) -> tuple:
     """(model, evaluation, seed, benchmark) that every record of the file names. With `named`
-    (the workflow's files, <evaluation>.<benchmark>.jsonl) its name must agree too: a record
-    written for another file is found in its own, not blamed on the file whose key it took."""
+    (the workflow's files, seed<N>/<evaluation>.<benchmark>.jsonl) its path must agree too: a
+    record written for another file is found in its own, not blamed on the file whose key it took."""
     keys = ("model", "evaluation", "seed", "benchmark")
     first = records[0]
     if named:
         evaluation, _dot, benchmark = Path(path).name.removesuffix(".jsonl").rpartition(".")
         first = {**first, "evaluation": evaluation, "benchmark": benchmark}
+        seed_dir = re.fullmatch(r"seed(\d+)", Path(path).parent.name)  # the workflow's eval/<model>/<cell>/seed<N>/
+        if seed_dir:
+            first["seed"] = int(seed_dir.group(1))
     for line, r in enumerate(records, 1):
         if any(k not in r for k in keys) or type(r["seed"]) is not int or any(r[k] != first[k] for k in keys):
             raise ValueError(f"{path}:{line}: record of {r.get('id')!r} names model {r.get('model')!r}, evaluation "
