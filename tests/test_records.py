@@ -124,7 +124,8 @@ def test_every_record_names_the_file_it_is_read_as(tmp_path):
         for r in bad[line - 1:] if line == 1 else [bad[line - 1]]:  # line 1: every record says it
             r[field] = value
         io.write_jsonl(path, bad)
-        with pytest.raises(ValueError, match=rf"{path}:{line}: record of '{bad[line - 1]['id']}' names .*{field} {value!r}"):
+        named = rf"{path}:{line}: record of '{bad[line - 1]['id']}' names .*{field} {value!r}"
+        with pytest.raises(ValueError, match=named):
             index_records([str(path)], {"heldout": str(split)})
 
 
