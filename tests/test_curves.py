@@ -117,7 +117,8 @@ def test_a_damaged_curve_file_stops_the_figure_named(tmp_path):
                                                               {"id": "p1", "correct": int(k > 1), "final_length": 5}]}
 
     path = tmp_path / "seed0.jsonl"
-    whole = [pt(0, 1, "untrained base (zero_shot records)"), pt(24, 1), pt(48, 2, "final adapters (evaluation records)")]
+    whole = [pt(0, 1, "untrained base (zero_shot records)"), pt(24, 1),
+             pt(48, 2, "final adapters (evaluation records)")]
     io.write_jsonl(path, whole)
     assert [p["step"] for p in curves.load_points([str(path)])] == [0, 24, 48]
     for points, message in (
@@ -132,4 +133,17 @@ def test_a_damaged_curve_file_stops_the_figure_named(tmp_path):
             curves.load_points([str(path)])
     path.write_text("")
     with pytest.raises(ValueError, match="empty curve file"):
+        curves.load_points([str(path)])
+
+
+def test_a_curve_point_of_the_wrong_type_is_named_not_a_traceback(tmp_path):
+    path = tmp_path / "seed0.jsonl"
+    base = {"row": "agon", "model": "toy", "seed": 0, "k": 0, "n": 0, "evaluation": "e", "selected": ""}
+    io.write_jsonl(path, [{**base, "step": "0", "source": "untrained base"},
+                          {**base, "step": 4, "source": "final adapters (evaluation records)"}])
+    with pytest.raises(ValueError, match=re.escape(f"{path}:1: step '0' (steps are integers rising from 0)")):
+        curves.load_points([str(path)])
+    io.write_jsonl(path, [{**base, "step": 0, "source": "untrained base", "records": "p0"},
+                          {**base, "step": 4, "source": "final adapters (evaluation records)"}])
+    with pytest.raises(ValueError, match=re.escape(f"{path}:1: step 0: k 0 / n 0 is not what its")):
         curves.load_points([str(path)])

@@ -52,3 +52,10 @@ def test_p_values_keep_three_significant_figures():
     assert numbers.p_value(1.86e-51) == "1.86e-51"
     assert numbers.p_value(0.01779582890197334) == "0.0178"
     assert numbers.p_value(1.0) == "1"
+
+
+def test_zero_prints_without_a_sign_from_float_noise_and_large_values_print():
+    # (+3 - 1 - 2) / 800 averaged in another order leaves -1e-19 or +1e-19 behind
+    assert numbers.pp(-1e-19) == numbers.pp(1e-19) == numbers.pp(0.0) == "+0.0"
+    assert numbers.fixed(-0.0) == "0.0"
+    assert numbers.fixed(1e30, 3) == "1" + "0" * 30 + ".000"   # beyond Decimal's default 28 digits

@@ -175,8 +175,6 @@ def cmd_report(args) -> None:
         provenance.append({"file": path, **record["provenance"]})
     paper = figures.paper_points(reported.load_reported(args.reported))
     fig_prefix = Path(args.figure_prefix)
-    figures.pass_vs_length(rows, fig_prefix, "Figure 7a - pass@1 against mean final-stage length",
-                           reported=paper)
     rel = lambda p: str(Path(p).resolve().relative_to(out.parent.resolve()))  # noqa: E731
     tables, notes = {}, list(spec.get("notes", []))
     for p in args.tables:
@@ -195,9 +193,11 @@ def cmd_report(args) -> None:
              f"metrics.jsonl"] = rel(png)
     if args.fig7b:
         subset = (spec.get("figures") or {}).get("fig7b", {}).get("problems")
-        on = f" on the first {subset} held-out problems (the tables use all)" if subset else ""
+        on = f" on the first {subset} problems of its benchmark" if subset else ""
         figs[f"Figure 7b: held-out pass@1 (95% CI band) of adapter snapshots during training{on}; step 0 is "
              "the untrained base, the last point the final adapters (points: figures/fig7b.csv)"] = rel(args.fig7b)
+    figures.pass_vs_length(rows, fig_prefix, "Figure 7a - pass@1 against mean final-stage length",
+                           reported=paper)  # written once every input above has been read
     headline = [name for name in tables if spec["tables"].get(name, {}).get("kind") == "claims"]
     report.write_report(out, title=f"Agon reproduction - run {spec['run']}", config=spec,
                         tables=tables, figures=figs, provenance=provenance, notes=notes, headline=headline)

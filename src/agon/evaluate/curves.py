@@ -137,14 +137,16 @@ def check_curve(path, points: list[dict]) -> None:
         if (p["row"], p["model"], p["seed"]) != (points[0]["row"], points[0]["model"], points[0]["seed"]):
             raise ValueError(f"{path}:{line}: a point of row {p['row']!r}, model {p['model']!r}, seed {p['seed']!r} "
                              f"in the file of line 1's; {REDO_CURVE}")
-        if line > 1 and not (type(p["step"]) is int and p["step"] > points[line - 2]["step"]):
-            raise ValueError(f"{path}:{line}: step {p['step']!r} after step {points[line - 2]['step']!r} "
-                             f"(steps rise from 0); {REDO_CURVE}")
+        before = points[line - 2]["step"] if line > 1 else None
+        if type(p["step"]) is not int or before is not None and not p["step"] > before:
+            after = f" after step {before!r}" if before is not None else ""
+            raise ValueError(f"{path}:{line}: step {p['step']!r}{after} (steps are integers rising from 0); "
+                             f"{REDO_CURVE}")
         records = p.get("records")
+        flags = isinstance(records, list) and all(
+            isinstance(r, dict) and type(r.get("correct")) in (int, bool) and r["correct"] in (0, 1) for r in records)
         if records is not None and not (
-                all(isinstance(r, dict) and type(r.get("correct")) in (int, bool) and r["correct"] in (0, 1)
-                    for r in records)
-                and (p["n"], p["k"]) == (len(records), sum(r["correct"] for r in records))):
+                flags and (p["n"], p["k"]) == (len(records), sum(r["correct"] for r in records))):
             raise ValueError(f"{path}:{line}: step {p['step']}: k {p['k']!r} / n {p['n']!r} is not what its "
                              f"{len(records)} records count; {REDO_CURVE}")
     if points[0]["step"] != 0 or not str(points[-1]["source"]).startswith("final adapters"):

@@ -129,8 +129,8 @@ def check_steps(path, history: list[dict], steps: int) -> None:
         raise ValueError(f"{path}: {len(history)} step(s) recorded, but the run made {steps} "
                          f"(step {len(history)} missing)")
     for line, record in enumerate(history, 1):
-        bad = _non_finite(record)
         streams = record.get("streams")
+        bad = _non_finite(streams)  # the numbers tables and curves read (a diagnostic elsewhere may be NaN)
         if not isinstance(streams, dict) or not all(isinstance(v, dict) for v in streams.values()):
             raise ValueError(f"{path}:{line}: step {record['step']}: `streams` must map each stream to its numbers")
         for stream, stats in streams.items():
@@ -146,12 +146,12 @@ MEASURED = ("reward", "pass_rate", "mean_length")  # every step's numbers per st
 
 
 def _non_finite(value, where: str = "") -> str | None:
-    """The key path of the first NaN or infinity in a metrics record (json reads both), or None."""
+    """The key path of the first NaN or infinity in a metrics record's streams (json reads both), or None."""
     if isinstance(value, float) and not math.isfinite(value):
         return where or "a value"
     items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
     for key, inner in items:
-        found = _non_finite(inner, f"{where}.{key}" if where else str(key))
+        found = _non_finite(inner, f"{where}.{key}" if where else f"streams.{key}")
         if found:
             return found
     return None

@@ -17,6 +17,7 @@ Nothing is averaged away: the per-seed differences are printed beside the mean.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from ..evaluate.records import index_records
@@ -58,7 +59,7 @@ def build_rows(spec: dict, index) -> list[dict]:
                          # records gives these values, and the display rounds them once
                          "per_seed_diff": " ".join(f"{d:+}" for d in diffs),
                          "per_seed_p": " ".join(repr(p) for p in ps),
-                         "mean_diff": sum(diffs) / len(diffs),
+                         "mean_diff": math.fsum(diffs) / len(diffs),
                          "ci_low": interval[0] if interval else None, "ci_high": interval[1] if interval else None,
                          "only_a": pooled["only_a"], "only_b": pooled["only_b"], "n_pooled": pooled["n"],
                          "p_pooled": pooled["p_value"], "selected": "; ".join(chosen)})

@@ -12,7 +12,7 @@ reverse print the same digits with opposite signs, and a quantity prints alike e
 from __future__ import annotations
 
 import math
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_UP, Decimal, localcontext
 
 SNAP = 9  # decimals kept before rounding: far below any printed digit, far above float noise
 
@@ -21,7 +21,11 @@ def fixed(x: float, digits: int = 1, sign: bool = False) -> str:
     """`x` with `digits` decimals (half away from zero), with a leading + when `sign`."""
     if not math.isfinite(x):  # nan, inf: printed as Python prints them
         return f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}"
-    value = Decimal(repr(round(float(x), SNAP))).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
+    with localcontext() as context:
+        context.prec = 400  # enough digits for any float's integer part: quantize never overflows
+        value = Decimal(repr(round(float(x), SNAP))).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
+    if value.is_zero():  # a zero prints +0.0 / 0.0 whichever side float noise left it on
+        value = abs(value)
     return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
 
 

@@ -124,7 +124,8 @@ def rival_rows(model, seed, cascade: list[dict], mixture: list[dict]) -> list[di
             target, meets = ">= 0.90", (after / len(subset) >= 0.90) if subset else None
         else:
             half = alone_row["value"] / 2 if subset else None
-            target = f">= {half:.3f} (half the independent sample)" if subset else ">= half the independent sample"
+            target = (f">= {numbers.fixed(half, 3)} (half the independent sample)" if subset
+                      else ">= half the independent sample")
             meets = (after / len(subset) >= half) if subset else None
         rows.append(_fraction("1 reading a rival", f"after reading a {what} draft's summary", model, seed, after,
                               len(subset), target, meets))
@@ -238,12 +239,13 @@ def habit_rows(model, seed, solo: list[dict], trained: list[dict] | None, habit:
                       len(solo))
     if habit.get("min_share") is not None and solo:
         # GRPO credits a habit only inside a group that samples it: the share sets how often one does
-        share["target"] = f">= {habit['min_share']:.3f}"
+        share["target"] = f">= {numbers.fixed(habit['min_share'], 3)}"
         share["meets"] = "yes" if share["value"] >= habit["min_share"] else "no"
     rows = [share]
     with_row = _fraction(section, f"base accuracy with the habit ({name})", model, seed,
                          _right(with_habit), len(with_habit),
-                         f"> {right_without / len(without):.3f} (without it)" if without else "> accuracy without it")
+                         f"> {numbers.fixed(right_without / len(without), 3)} (without it)" if without
+                         else "> accuracy without it")
     if with_habit and without:
         with_row["meets"] = "yes" if with_row["ci_low"] > right_without / len(without) else "no"
     rows += [with_row, _fraction(section, f"base accuracy without the habit ({name})", model, seed, right_without,
