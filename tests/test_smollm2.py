@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import importlib.util
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -55,7 +56,9 @@ def test_table_rows_from_real_model(run):
     for r in rows:
         assert int(r["n"]) == 4 and 0 <= int(r["k"]) <= 4
     agon = next(r for r in rows if r["method"] == "agon")
-    assert agon["selected"].endswith("on validation") and float(agon["paper_pass_at_1"]) == 61.0
+    # 4 validation problems tie often: the table then says the first listed direction was taken
+    assert re.fullmatch(r"agon_(ab|ba) on validation( \(a tie: the first listed\))?", agon["selected"]), agon
+    assert float(agon["paper_pass_at_1"]) == 61.0
 
 
 def test_gguf_was_converted_to_a_plain_llama_directory(run):
