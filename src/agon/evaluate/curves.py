@@ -30,7 +30,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import io
-from .records import complete, index_records, pick
+from .records import complete, flag, index_records, pick
 
 
 def subset(problems: list[dict], n: int) -> list[dict]:
@@ -143,8 +143,8 @@ def check_curve(path, points: list[dict]) -> None:
             raise ValueError(f"{path}:{line}: step {p['step']!r}{after} (steps are integers rising from 0); "
                              f"{REDO_CURVE}")
         records = p.get("records")
-        flags = isinstance(records, list) and all(
-            isinstance(r, dict) and type(r.get("correct")) in (int, bool) and r["correct"] in (0, 1) for r in records)
+        flags = isinstance(records, list) and all(isinstance(r, dict) and flag(r.get("correct")) is not None
+                                                  for r in records)
         if records is not None and not (
                 flags and (p["n"], p["k"]) == (len(records), sum(r["correct"] for r in records))):
             raise ValueError(f"{path}:{line}: step {p['step']}: k {p['k']!r} / n {p['n']!r} is not what its "

@@ -75,7 +75,7 @@ def check_records(path, records: list[dict], ids: list[str]) -> None:
             raise ValueError(f"{path}:{line}: record of {pid!r}: every stage needs `correct` 0 or 1 and a "
                              f"token `length` (a count), and `truncated`, where present, true or false, "
                              f"`completion` text; {REDO}")
-        if _flag(r.get("correct")) is None or r["correct"] != stages[-1]["correct"] \
+        if flag(r.get("correct")) is None or r["correct"] != stages[-1]["correct"] \
                 or r.get("total_tokens") != sum(s["length"] for s in stages) \
                 or r.get("final_length") != stages[-1]["length"]:
             raise ValueError(f"{path}:{line}: record of {pid!r} does not count what it claims (correct "
@@ -87,13 +87,13 @@ def check_records(path, records: list[dict], ids: list[str]) -> None:
                          f"{missing[0]!r}; {REDO}")
 
 
-def _flag(x):
+def flag(x):
     """x when it is a 0/1 flag (an int or a bool), else None: 2, "yes" or null count nothing."""
     return x if type(x) in (int, bool) and x in (0, 1) else None
 
 
 def _counted_stage(stage) -> bool:
-    return (isinstance(stage, dict) and _flag(stage.get("correct")) is not None
+    return (isinstance(stage, dict) and flag(stage.get("correct")) is not None
             and type(stage.get("length")) is int and stage["length"] >= 0
             and type(stage.get("truncated", False)) is bool and type(stage.get("completion", "")) is str)
 
@@ -223,11 +223,15 @@ def pick(index, model, candidates: list[str], seed: int, benchmark: str) -> str:
     Reads only the `benchmark` records of the candidates: a pick on validation
     never sees held-out.
     """
-    scores = [pass_rate(index, model, c, seed, benchmark) for c in candidates]
+    scores = _scores(index, model, candidates, seed, benchmark)
     return candidates[scores.index(max(scores))]
 
 
 def tied(index, model, candidates: list[str], seed: int, benchmark: str) -> bool:
     """Whether `pick`'s best pass@1 is shared: its choice is then the first listed, not a measurement."""
-    scores = [pass_rate(index, model, c, seed, benchmark) for c in candidates]
+    scores = _scores(index, model, candidates, seed, benchmark)
     return scores.count(max(scores)) > 1
+
+
+def _scores(index, model, candidates: list[str], seed: int, benchmark: str) -> list[float]:
+    return [pass_rate(index, model, c, seed, benchmark) for c in candidates]

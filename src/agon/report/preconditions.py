@@ -24,12 +24,13 @@ is computed from per-problem records (and, for section 5, training metrics):
                       training (each pair's drafters alone, `pairs`), beside two seeds of
                       `reference` (GRPO) when the run has two seeds.
   4 length            whether writing more can buy accuracy at all: the base's accuracy by
-                      length group (quartiles, each cut moved past a run of equal lengths so
-                      that ties stay in one group: fewer than four groups where one length,
-                      such as the token cap, fills more than a quarter); its wrong completions cut by the
-                      token cap (more room might have answered them); and, where the spec
-                      names the world's `retraction` marker, the share of its correct
-                      completions that retracted something first (a retry that paid).
+                      length group (quartiles, each cut moved to an end of the run of equal
+                      lengths it falls in, so that ties stay in one group: fewer than four
+                      groups where one length, such as the token cap, fills more than a
+                      quarter); its wrong completions cut by the token cap (more room might
+                      have answered them); and, where the spec names the world's
+                      `retraction` marker, the share of its correct completions that
+                      retracted something first (a retry that paid).
                       Target: that share above zero (its interval's low end > 0). Beside
                       the base's cut share, the trained `reference`'s: RL that learns to
                       finish inside the cap (the format term pays a finished wrong answer,

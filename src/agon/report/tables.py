@@ -145,11 +145,16 @@ def summarize(records: list[dict]) -> dict:
 TIE = " (a tie: the first listed)"  # beside a direction its selection split left to the order of `picks`
 
 
+def tie_note(index, model: str, candidates: list[str], seed: int, benchmark: str) -> str:
+    """TIE where the pick among `candidates` on `benchmark` was a tie, else ""."""
+    return TIE if tied(index, model, candidates, seed, benchmark) else ""
+
+
 def choice(index, spec: dict, model: str, row: str, evaluation: str, seed: int) -> list[str]:
     """How a pick's direction was chosen, for a table's `selected` column: [] for a plain row."""
     if row == evaluation:
         return []
-    tie = TIE if tied(index, model, spec["picks"][row], seed, spec.get("select_on", "validation")) else ""
+    tie = tie_note(index, model, spec["picks"][row], seed, spec.get("select_on", "validation"))
     return [f"{row} -> {evaluation} (seed {seed}){tie}"]
 
 
@@ -191,8 +196,8 @@ def build_rows(spec: dict, index) -> list[dict]:
                         row = {"method": label, "model": model, "benchmark": bench, "seed": seed,
                                **summarize(records), "_records": records, "_paper_method": name}
                         if chosen_on is not None:
-                            row["selected"] = f"{evaluation} on {chosen_on}" + (
-                                TIE if tied(index, model, picks[name], seed, chosen_on) else "")
+                            row["selected"] = (f"{evaluation} on {chosen_on}"
+                                               + tie_note(index, model, picks[name], seed, chosen_on))
                         per_seed.append(row)
                     rows += per_seed
                     if len(per_seed) > 1:
