@@ -77,6 +77,9 @@ def test_metrics_gaps_and_duplicates_name_the_step(tmp_path):
         read_steps(path, 3)
     with pytest.raises(ValueError, match=r"2 step\(s\) recorded, but the run made 3 \(step 2 missing\)"):
         check_steps(path, [{"step": 0}, {"step": 1}], 3)
+    io.write_jsonl(path, [{"step": s, "streams": {}} for s in (0, 2, 1)])  # two steps swapped
+    with pytest.raises(ValueError, match=rf"{path}:2: steps out of order: step 2 before step 1 \(line 3\)"):
+        read_steps(path, 3)
 
 
 @pytest.mark.parametrize("damage, message", [

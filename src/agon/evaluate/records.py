@@ -121,7 +121,10 @@ def check_steps(path, history: list[dict], steps: int) -> None:
     for line, record in enumerate(history, 1):
         step, want = record.get("step"), line - 1
         if step != want:
+            # a step written later in the file is a swap, not a loss: say which
+            later = next((n for n, r in enumerate(history[line:], line + 1) if r.get("step") == want), None)
             what = (f"step {step} again" if isinstance(step, int) and step < want else
+                    f"steps out of order: step {step!r} before step {want} (line {later})" if later else
                     f"step {want} missing (found step {step!r})")
             raise ValueError(f"{path}:{line}: {what}: per-step metrics hold steps 0..{steps - 1}, each once, "
                              "in order")
