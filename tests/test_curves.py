@@ -96,6 +96,13 @@ def test_curve_pick_never_reads_heldout(cell):
         curves.choose_evaluation(cell)
 
 
+def test_a_pick_left_to_a_tie_says_so_as_the_tables_do(cell):
+    from agon.evaluate.records import TIE
+
+    io.write_jsonl(Path(cell["eval_dir"]) / "agon_ab.validation.jsonl", _recs("agon_ab", "validation", [1, 0, 1]))
+    assert curves.choose_evaluation(cell) == ("agon_ab", "agon_ab on validation" + TIE)
+
+
 def test_curve_subset_checks(cell):
     with pytest.raises(ValueError, match="asks for 9 problems but the benchmark split has 6"):
         curves.run_curve({**cell, "problems": 9}, backend_factory=lambda *a: ("s", "f"))

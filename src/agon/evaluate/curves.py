@@ -30,7 +30,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import io
-from .records import complete, flag, index_records, pick
+from .records import complete, flag, index_records, pick, tie_note
 
 
 def subset(problems: list[dict], n: int) -> list[dict]:
@@ -56,7 +56,8 @@ def choose_evaluation(spec: dict) -> tuple[str, str | None]:
     files = [str(Path(spec["eval_dir"]) / f"{c}.{select_on}.jsonl") for c in spec["candidates"]]
     index = index_records(files, {select_on: spec["select_on_path"]})  # checked against its split
     chosen = pick(index, spec["model"], spec["candidates"], spec["seed"], select_on)
-    return chosen, f"{chosen} on {select_on}"
+    return chosen, f"{chosen} on {select_on}" + tie_note(index, spec["model"], spec["candidates"], spec["seed"],
+                                                           select_on)
 
 
 def point(spec: dict, evaluation: str, step: int, records: list[dict], source: str,

@@ -236,5 +236,14 @@ def tied(index, model, candidates: list[str], seed: int, benchmark: str) -> bool
     return scores.count(max(scores)) > 1
 
 
+TIE = " (a tie: the first listed)"  # beside a direction its selection split left to the order of the candidates
+
+
+def tie_note(index, model: str, candidates: list[str], seed: int, benchmark: str) -> str:
+    """TIE where the pick among `candidates` on `benchmark` was a tie, else "" (every `selected`
+    column, the tables' and Figure 7b's, says so the same way)."""
+    return TIE if tied(index, model, candidates, seed, benchmark) else ""
+
+
 def _scores(index, model, candidates: list[str], seed: int, benchmark: str) -> list[float]:
     return [pass_rate(index, model, c, seed, benchmark) for c in candidates]

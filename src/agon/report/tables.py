@@ -58,7 +58,7 @@ from pathlib import Path
 from .. import io
 from ..evaluate.stats import (aggregate_seeds, clopper_pearson, mcnemar_exact, paired_by_id,
                               seed_mean_interval)
-from ..evaluate.records import index_records, pick, records_for, tied
+from ..evaluate.records import index_records, pick, records_for, tie_note
 from . import numbers
 from . import reported as reported_mod
 
@@ -140,14 +140,6 @@ def summarize(records: list[dict]) -> dict:
         out["n_rival_correct"] = len(after_correct)
         out["mean_length_rival_correct"] = sum(after_correct) / len(after_correct) if after_correct else None
     return out
-
-
-TIE = " (a tie: the first listed)"  # beside a direction its selection split left to the order of `picks`
-
-
-def tie_note(index, model: str, candidates: list[str], seed: int, benchmark: str) -> str:
-    """TIE where the pick among `candidates` on `benchmark` was a tie, else ""."""
-    return TIE if tied(index, model, candidates, seed, benchmark) else ""
 
 
 def choice(index, spec: dict, model: str, row: str, evaluation: str, seed: int) -> list[str]:
