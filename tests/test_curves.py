@@ -143,6 +143,27 @@ def test_a_damaged_curve_file_stops_the_figure_named(tmp_path):
         curves.load_points([str(path)])
 
 
+def test_a_curve_that_lost_a_middle_snapshot_is_caught_against_its_cells_snapshots(tmp_path):
+    def pt(step, source="snapshot"):
+        return {"row": "grpo", "model": "toy", "seed": 0, "step": step, "k": 1, "n": 2, "evaluation": "grpo",
+                "source": source}
+
+    snaps = tmp_path / "snapshots"
+    io.write_json(snaps / "snapshots.json", {"every": 24, "steps": [24, 48, 72], "total_steps": 96})
+    assert curves.expected_steps(snaps) == [0, 24, 48, 72, 96]
+    path = str(tmp_path / "seed0.jsonl")
+    first, last = pt(0, "untrained base (zero_shot records)"), pt(96, "final adapters (evaluation records)")
+    io.write_jsonl(path, [first, pt(24), pt(48), pt(72), last])
+    assert [p["step"] for p in curves.load_points([path], {path: str(snaps)})] == [0, 24, 48, 72, 96]
+    io.write_jsonl(path, [first, pt(24), pt(72), last])  # step 48's line lost: still 0 to the end, rising
+    assert len(curves.load_points([path])) == 4  # unseen without the cell's snapshots
+    with pytest.raises(ValueError, match=re.escape(f"{path}: steps [0, 24, 72, 96], but its cell's snapshots "
+                                                   "give [0, 24, 48, 72, 96] (missing [48])")):
+        curves.load_points([path], {path: str(snaps)})
+    with pytest.raises(ValueError, match="no snapshots directory given"):
+        curves.load_points([path], {})
+
+
 def test_a_curve_point_of_the_wrong_type_is_named_not_a_traceback(tmp_path):
     path = tmp_path / "seed0.jsonl"
     base = {"row": "agon", "model": "toy", "seed": 0, "k": 0, "n": 0, "evaluation": "e", "selected": ""}

@@ -97,6 +97,9 @@ def test_cells_metrics_and_trained_models_of_the_default():
     assert plan.all_metrics("toy_code") == [m for m in metrics if "/train/toy_code/" in m]
     assert plan.table_metrics("table0_preconditions") == plan.all_metrics("toy")
     assert plan.table_metrics("table3_main") == []
+    snapshots = plan.curve_snapshots()  # Figure 7b checks each curve against its cell's snapshots
+    assert list(snapshots) == plan.curve_files()
+    assert snapshots[plan.layout.curve("toy", "agon", 0)] == plan.layout.snapshots("toy", "agon", 0)
     assert plan.base_priority("toy") == 100 + sum(c.model == "toy" for c in cells)
 
 

@@ -120,7 +120,7 @@ def cmd_figure7b(args) -> None:
     from .evaluate import curves
     from .report import figures
 
-    points = curves.load_points(args.points)
+    points = curves.load_points(args.points, json.loads(args.snapshots) if args.snapshots else None)
     if len({p["model"] for p in points}) > 1:
         points = [{**p, "method": f"{p['method']} ({p['model']})"} for p in points]
     sizes = sorted({int(p["n"]) for p in points})  # the figure's subset, not the tables' whole split
@@ -315,6 +315,8 @@ def main(argv=None) -> None:
 
     p = sub.add_parser("figure7b", help="Figure 7b from the curve jobs' points")
     p.add_argument("--points", nargs="*", default=[], help="curve files (none: a figure saying so)")
+    p.add_argument("--snapshots", default=None,
+                   help="JSON {curve file: its cell's snapshots directory}: each curve must hold every snapshot step")
     p.add_argument("--out-prefix", required=True)
     p.set_defaults(func=cmd_figure7b)
 

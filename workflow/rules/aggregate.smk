@@ -48,6 +48,7 @@ rule table:
 rule figure_7b:
     input:
         curves=PLAN.curve_files(),
+        snapshots=sorted(set(PLAN.curve_snapshots().values())),
     output:
         png=report(LAYOUT.figure("fig7b", "png"), caption="../report/fig7b.rst", category="Figures",
                    labels={"figure": "7b", "format": "png"}),
@@ -57,12 +58,14 @@ rule figure_7b:
                    labels={"figure": "7b", "format": "csv"}),
     params:
         prefix=lambda wc, output: output.png.removesuffix(".png"),
+        snapshots=spec_json(PLAN.curve_snapshots()),  # each curve must hold every snapshot step of its cell
     log:
         f"{R}/logs/figures/fig7b.log",
     conda:
         CPU_ENV
     shell:
-        "agon figure7b --points {input.curves} --out-prefix {params.prefix} > {log} 2>&1"
+        "agon figure7b --points {input.curves} --snapshots {params.snapshots:q} --out-prefix {params.prefix} "
+        "> {log} 2>&1"
 
 
 rule training_curves:

@@ -76,6 +76,17 @@ def snapshot_steps(snapshots_dir) -> list[int]:
     return [int(s) for s in io.read_json(manifest)["steps"]]
 
 
+def expected_steps(snapshots_dir) -> list[int]:
+    """The steps a curve of this cell must hold: step 0, each snapshot the training job published
+    (its snapshots.json), and the final adapters at the run's last step."""
+    manifest = Path(snapshots_dir) / "snapshots.json"
+    record = io.read_json(manifest)
+    if not isinstance(record, dict) or not isinstance(record.get("steps"), list) or \
+            type(record.get("total_steps")) is not int:
+        raise ValueError(f"{manifest}: no 'steps' list and 'total_steps' number (the training job writes them)")
+    return [0, *(int(s) for s in record["steps"]), record["total_steps"]]
+
+
 def run_curve(spec: dict, backend_factory, log=print, device: str = "cpu", write: bool = True) -> list[dict]:
     """The row's points (written to spec["out"] unless `write` is false); every snapshot is sampled
     through ONE backend (one vLLM engine), which `load_saved` points at each snapshot's adapters in
@@ -126,10 +137,12 @@ def run_curve(spec: dict, backend_factory, log=print, device: str = "cpu", write
 REDO_CURVE = "delete it and rerun its curve job"
 
 
-def check_curve(path, points: list[dict]) -> None:
+def check_curve(path, points: list[dict], expected: list[int] | None = None) -> None:
     """Raise ValueError unless a curve file holds one row's points, from step 0 (the untrained
     base) to the final adapters, in rising steps, each counting its own records: a file cut at a
-    line boundary, or a point edited, would otherwise move or drop a line of Figure 7b."""
+    line boundary, or a point edited, would otherwise move or drop a line of Figure 7b. With
+    `expected` (expected_steps of its cell) every snapshot must be there: a point lost in the
+    middle leaves a line that still runs from step 0 to the end."""
     fields = ("row", "model", "seed", "step", "k", "n", "evaluation", "source")
     for line, p in enumerate(points, 1):
         missing = [f for f in fields if f not in p]
@@ -153,16 +166,25 @@ def check_curve(path, points: list[dict]) -> None:
     if points[0]["step"] != 0 or not str(points[-1]["source"]).startswith("final adapters"):
         raise ValueError(f"{path}: a curve runs from step 0 to the final adapters; this one from step "
                          f"{points[0]['step']!r} to a {points[-1]['source']!r} point (cut short?); {REDO_CURVE}")
+    steps = [p["step"] for p in points]
+    if expected is not None and steps != expected:
+        missing, extra = sorted(set(expected) - set(steps)), sorted(set(steps) - set(expected))
+        raise ValueError(f"{path}: steps {steps}, but its cell's snapshots give {expected}"
+                         + (f" (missing {missing})" if missing else "") + (f" (not a snapshot: {extra})" if extra else "")
+                         + f"; {REDO_CURVE}")
 
 
-def load_points(paths: list[str]) -> list[dict]:
-    """Every point of the curve files (each checked: `check_curve`), for figures.training_curves
-    (method = the row)."""
+def load_points(paths: list[str], snapshots: dict[str, str] | None = None) -> list[dict]:
+    """Every point of the curve files (each checked: `check_curve`, against the steps of its cell's
+    snapshots when `snapshots` maps each path to its cell's snapshots directory), for
+    figures.training_curves (method = the row)."""
     out = []
     for path in paths:
         complete(path, "curve file", REDO_CURVE)
         points = io.read_jsonl(path, blank_lines=False)
-        check_curve(path, points)
+        if snapshots is not None and path not in snapshots:
+            raise ValueError(f"{path}: no snapshots directory given for this curve file")
+        check_curve(path, points, expected_steps(snapshots[path]) if snapshots is not None else None)
         for p in points:
             out.append({"method": p["row"], "model": p["model"], "seed": p["seed"], "step": p["step"],
                         "k": p["k"], "n": p["n"], "evaluation": p["evaluation"], "source": p["source"],

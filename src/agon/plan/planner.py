@@ -300,6 +300,13 @@ class Plan:
         return [self.layout.curve(model, row, seed) for model in (fig["models"] if fig else [])
                 for row in (fig["rows"] if fig else []) for seed in self.config["seeds"]]
 
+    def curve_snapshots(self) -> dict[str, str]:
+        """{curve file: its cell's snapshots directory}: the figure checks each curve holds every snapshot."""
+        fig = N.fig7b(self.config)
+        return {self.layout.curve(model, row, seed): self.layout.snapshots(model, N.curve_method(self.config, row), seed)
+                for model in (fig["models"] if fig else []) for row in (fig["rows"] if fig else [])
+                for seed in self.config["seeds"]}
+
     def curve_inputs(self, model: str, row: str, seed: int) -> dict:
         fig, method = N.fig7b(self.config), N.curve_method(self.config, row)
         return {"base": self.base_path(model), "benchmark": self.benchmark_path(fig["benchmark"]),
