@@ -163,6 +163,21 @@ def test_a_models_generation_overlay_is_for_vllm_and_reaches_its_jobs_only(base_
         validate(_mutated(config, ["models", model, "generation"], {"backend": "transformers"}))
 
 
+def test_a_models_generation_overlay_is_checked_against_the_device_at_load_naming_its_line(tmp_path):
+    """An overlay that asks vLLM's CPU platform for sleep mode fails when the config loads (where the
+    job would fail in vLLM), at the overlay's own line: the check merges it as its jobs do."""
+    text = (ROOT / "config" / "paper_cpu_vllm.yaml").read_text().replace(
+        "extends: paper_cpu.yaml", f"extends: {ROOT / 'config' / 'paper_cpu.yaml'}")
+    overlay = "generation: {dtype: bfloat16, enable_prefix_caching: false}"
+    assert overlay in text
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text.replace(overlay, overlay[:-1] + ", sleep_during_loss: true}"))
+    line = 1 + text[:text.index(overlay)].count("\n")
+    with pytest.raises(ConfigError, match=rf"bad.yaml:{line}: models.qwen3.5-2b.generation \(over generation\): "
+                                          r"generation.sleep_during_loss: true, but device: cpu"):
+        load(bad)
+
+
 def test_picks_must_name_evaluations(base_config):
     bad = _mutated(base_config, ["picks", "agon"], ["agon_ab", "agon_cb"])
     with pytest.raises(ConfigError, match=r"picks.agon: unknown evaluation 'agon_cb'"):
