@@ -198,11 +198,18 @@ def test_a_habit_pattern_that_does_not_compile_is_a_config_error_naming_the_key(
         cfg.validate(config, "config.yaml")
 
 
+def _learning_cell(tmp_path, steps, method="grpo", model="toy"):
+    cell = tmp_path / "train" / model / method / "seed0"
+    io.write_jsonl(cell / "metrics.jsonl", steps)
+    io.write_json(cell / "adapters" / "train_summary.json", {"steps": len(steps)})
+    return str(cell / "metrics.jsonl")
+
+
 def test_the_learning_section_compares_each_streams_first_quarter_with_its_last(tmp_path):
     """Section 7 on metrics whose quarters are known: a policy whose pass rate climbs meets 'rises',
     a challenger whose reward and conversion rate fall does not meet 'does not fall', and a
-    stream seen on every other step (rotated roles) is read on its own steps only."""
-    cell = tmp_path / "train" / "toy" / "grpo" / "seed0"
+    stream seen on every other step (rotated roles) is read on its own steps only, in windows
+    widened from a quarter (2 of its values) to a half (4)."""
     steps = []
     for s in range(16):  # quarters of 4 steps
         noise = 0.01 * (s % 2)
@@ -211,22 +218,38 @@ def test_the_learning_section_compares_each_streams_first_quarter_with_its_last(
             streams["challenger:B"] = {"reward": 2.0 - 0.1 * s + noise, "pass_rate": 0.5,
                                        "conversion_rate": 0.4 - 0.02 * s + noise}
         steps.append({"step": s, "streams": streams})
-    io.write_jsonl(cell / "metrics.jsonl", steps)
-    io.write_json(cell / "adapters" / "train_summary.json", {"steps": 16})
-    rows = {r["quantity"]: r for r in preconditions.learning_rows([str(cell / "metrics.jsonl")])}
+    rows = {r["quantity"]: r for r in preconditions.learning_rows([_learning_cell(tmp_path, steps)])}
     rises = rows["grpo policy:A: training pass rate, first -> last 4 steps"]
     assert rises["first"] == pytest.approx(0.335) and rises["last"] == pytest.approx(0.575)  # steps 0-3, 12-15
     assert rises["k"] == rises["n"] == ""
     assert rises["value"] == pytest.approx(0.24) and rises["ci_low"] > 0 and rises["meets"] == "yes"
     assert rises["target"] == preconditions.RISES
-    falls = rows["grpo challenger:B: training reward, first -> last 4 steps"]
-    assert falls["first"] == pytest.approx(2.0 - 0.1 + 0.0)  # its steps 0 and 2 only
+    widened = " (widened: a quarter held too few of its values)"
+    falls = rows[f"grpo challenger:B: training reward, first -> last 8 steps{widened}"]
+    assert falls["first"] == pytest.approx(2.0 - 0.1 * 3)  # its steps 0, 2, 4 and 6 only
     assert falls["ci_high"] < 0 and falls["meets"] == "no" and falls["target"] == preconditions.HOLDS
-    assert rows["grpo challenger:B: training conversion rate, first -> last 4 steps"]["meets"] == "no"
-    flat = rows["grpo challenger:B: training pass rate, first -> last 4 steps"]
+    assert rows[f"grpo challenger:B: training conversion rate, first -> last 8 steps{widened}"]["meets"] == "no"
+    flat = rows[f"grpo challenger:B: training pass rate, first -> last 8 steps{widened}"]
     assert flat["target"] == "" and flat["meets"] == "" and flat["ci_low"] is None  # no spread: no interval
     display = preconditions.display(list(rows.values()))
     assert ["0.335 -> 0.575", "+0.240"] == display[[r for r in rows].index(rises["quantity"])][4:6]
+
+
+def test_a_run_too_short_for_a_verdict_says_so_in_its_rows(tmp_path):
+    """6 steps: a half holds 3 values, fewer than a verdict needs. The rows keep their means, give no
+    interval and no verdict, say why, and the summary counts them apart from the targets."""
+    steps = [{"step": s, "streams": {"policy:A": {"reward": 0.1 * s, "pass_rate": 0.2 + 0.01 * s}}} for s in range(6)]
+    rows = preconditions.learning_rows([_learning_cell(tmp_path, steps, model="toy_code")])
+    assert [r["model"] for r in rows] == ["toy_code", "toy_code"]
+    reward = rows[0]
+    assert reward["quantity"] == "grpo policy:A: training reward, first -> last 3 steps (widened: a quarter held too " \
+                                 "few of its values)"
+    assert reward["first"] == pytest.approx(0.1) and reward["last"] == pytest.approx(0.4)
+    assert reward["value"] == pytest.approx(0.3) and reward["ci_low"] is None and reward["meets"] == ""
+    assert reward["target"] == ("cannot resolve: 3 and 3 step values in its first and last 3 steps (a verdict "
+                                "needs 4 each)")
+    (line,) = [x for x in preconditions.summary_lines({"benchmark": "heldout"}, rows) if x.startswith("RL learned")]
+    assert line == "RL learned (section 7): targets met: 0 of 0; 2 row(s) too short to resolve, no verdict."
 
 
 def test_length_groups_keep_equal_lengths_together():

@@ -265,11 +265,10 @@ class Plan:
 
     def table_metrics(self, table: str) -> list[str]:
         """Training metrics a table reads: Table 0's length in training and whether RL learned, of every
-        trained cell of its models."""
+        trained cell of the run, the models its other sections leave out (the code model) too."""
         if N.table_kind(self.config, table) != "preconditions":
             return []
-        models = set(N.table_models(self.config, table))
-        return sorted({self.layout.metrics(*c) for c in self.all_cells() if c.trained and c.model in models})
+        return self.all_metrics()
 
     def table_splits(self, table: str) -> dict[str, str]:
         """{benchmark: split file} of every benchmark a table reads: its records are checked against them."""

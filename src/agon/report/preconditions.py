@@ -35,7 +35,7 @@ is computed from per-problem records (and, for section 5, training metrics):
                       the base's cut share, the trained `reference`'s: RL that learns to
                       finish inside the cap (the format term pays a finished wrong answer,
                       not a cut one) without getting more right shows there.
-  5 length in training  each cell's mean completion length per role over its first and
+  5 length in training  each trained cell's mean completion length per role over its first and
                       last steps (a tenth of the run each, at least one step).
   6 a habit to sharpen  where the spec names a `habit` ({name, pattern}: a regular
                       expression on the final completion), the base's share of
@@ -52,9 +52,14 @@ is computed from per-problem records (and, for section 5, training metrics):
                       counts as without it): the with / without split understates it.
   7 RL learned        each trained stream's training reward, pass rate and (a challenger's)
                       conversion rate over the first quarter of its cell's steps against the
-                      last, with Welch's interval of the difference over the steps' values.
+                      last, with Welch's interval of the difference over the steps' values;
+                      for every trained model of the run (the code model too). Where a quarter
+                      holds fewer than MIN_VALUES of a stream's values (a short run, a pair's
+                      rotating roles) the windows widen up to halves; a stream with too few
+                      even then keeps its means, has no verdict, and its row says so.
                       Targets: no stream's reward or conversion rate falls (the interval's
                       high end >= 0); a lone policy's (GRPO's) pass rate rises (low end > 0).
+                      The training-curves figure marks each verdict (stream_verdicts).
 
 A target row says `meets` yes / no; the numbers are reported whatever they are.
 """
@@ -260,9 +265,10 @@ def habit_rows(model, seed, solo: list[dict], trained: list[dict] | None, habit:
     return rows
 
 
-def _cell_steps(path: str) -> tuple[str, str, int, list[dict]]:
+def cell_steps(path: str) -> tuple[str, str, int, list[dict]]:
     """(model, method, seed, every step's record) of one cell's metrics.jsonl
-    (results/<run>/train/<model>/<method>/seed<s>/), checked to hold each step of its run once."""
+    (results/<run>/train/<model>/<method>/seed<s>/), checked to hold each step of its run once,
+    in order (train_summary.json beside its adapters says how many)."""
     from ..evaluate.records import read_steps
 
     cell = Path(path).parent
@@ -274,7 +280,7 @@ def training_length_rows(metrics_files: list[str]) -> list[dict]:
     """Section 5: mean completion length per role over the first and last tenth of each cell's steps."""
     rows = []
     for path in sorted(metrics_files):
-        model, method, seed, steps = _cell_steps(path)
+        model, method, seed, steps = cell_steps(path)
         span = max(1, len(steps) // 10)
         for role in dict.fromkeys(k for s in steps for k in s["streams"]):
             means = []
@@ -291,43 +297,87 @@ def training_length_rows(metrics_files: list[str]) -> list[dict]:
 
 
 # Section 7: per trained stream, a training metric over the run's first quarter of steps against
-# its last. Each step's value is one sample, so the interval is Welch's over the two quarters'
-# step values. Within an epoch every step's problems are new; with several epochs the last
-# quarter may repeat problems of the first, a positive correlation this unpaired interval
-# ignores, which widens it.
+# its last. Each step's value is one sample, so the interval is Welch's over the two windows' step
+# values. Within an epoch every step's problems are new; with several epochs the last quarter may
+# repeat problems of the first, a positive correlation this unpaired interval ignores, which widens it.
+# A short run (the code model's 16 steps), or a stream seen every other step (a pair's rotating
+# roles), leaves a quarter too few values for an interval worth the name: the windows then widen,
+# up to halves, until each holds MIN_VALUES; a stream that has fewer even then gets its means and
+# no verdict, and its row says so.
 LEARNING_METRICS = (("reward", "reward"), ("pass_rate", "pass rate"), ("conversion_rate", "conversion rate"))
 RISES, HOLDS = "rises (interval above 0)", "does not fall (interval not below 0)"
+MIN_VALUES = 4  # per window: Welch's t on fewer than 4 and 4 values has 6 degrees of freedom or less
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _window(at: list[int], total: int) -> int:
+    """The steps in each of the first and last windows: a quarter of the run, widened (up to a half)
+    until both hold MIN_VALUES of the steps `at` where the stream has a value."""
+    span, most = max(1, total // 4), max(1, total // 2)
+    while span < most and min(sum(s < span for s in at), sum(s >= total - span for s in at)) < MIN_VALUES:
+        span += 1
+    return span
+
+
+def stream_verdicts(steps: list[dict]) -> list[dict]:
+    """Section 7 for one cell: per stream and metric of LEARNING_METRICS, its windows, their means,
+    the difference's interval and the verdict against its target (what Table 0 prints and the
+    training-curves figure marks). Keys: stream, metric, label, span (steps per window), widened
+    (wider than a quarter), windows ((first, last) step of each), n_first / n_last (values in each), first, last, difference,
+    ci ((low, high) or None), p_value, target, meets ("yes", "no" or ""), resolved."""
+    from ..evaluate.stats import welch_difference
+
+    total, quarter, out = len(steps), len(steps) // 4, []
+    for stream in dict.fromkeys(k for s in steps for k in s["streams"]):
+        for key, label in LEARNING_METRICS:
+            values = {s["step"]: s["streams"][stream][key] for s in steps
+                      if s["streams"].get(stream, {}).get(key) is not None}
+            if not values:
+                continue
+            span = _window(list(values), total)
+            first = [v for s, v in values.items() if s < span]
+            last = [v for s, v in values.items() if s >= total - span]
+            v = {"stream": stream, "metric": key, "label": label, "span": span, "widened": span > max(1, quarter),
+                 "windows": ((0, span - 1), (total - span, total - 1)), "n_first": len(first), "n_last": len(last),
+                 "first": _mean(first), "last": _mean(last), "difference": None, "ci": None, "p_value": None,
+                 "meets": "", "resolved": min(len(first), len(last)) >= MIN_VALUES}
+            target = RISES if (key == "pass_rate" and stream.startswith("policy:")) else (
+                HOLDS if key in ("reward", "conversion_rate") else "")
+            if not v["resolved"]:
+                v["target"] = (f"cannot resolve: {len(first)} and {len(last)} step values in its first and last "
+                               f"{span} steps (a verdict needs {MIN_VALUES} each)")
+                if first and last:
+                    v["difference"] = v["last"] - v["first"]
+                out.append(v)
+                continue
+            d = welch_difference(first, last)
+            v.update(first=d["first"], last=d["last"], difference=d["difference"], ci=d["ci"],
+                     p_value=d["p_value"], target=target)
+            if target and d["ci"] is not None:
+                v["meets"] = "yes" if (d["ci"][0] > 0 if target == RISES else d["ci"][1] >= 0) else "no"
+            out.append(v)
+    return out
 
 
 def learning_rows(metrics_files: list[str]) -> list[dict]:
     """Section 7: did RL learn? Each stream's training reward, pass rate and (challengers)
-    conversion rate, first quarter -> last quarter of its steps, with the difference's interval.
-    Targets: no stream's reward or conversion rate falls; a lone policy's (GRPO's) pass rate rises."""
-    from ..evaluate.stats import welch_difference
-
+    conversion rate, first quarter -> last quarter of its steps (stream_verdicts), with the
+    difference's interval. Targets: no stream's reward or conversion rate falls; a lone policy's
+    (GRPO's) pass rate rises. A stream too short for a verdict says so in its row."""
     rows = []
     for path in sorted(metrics_files):
-        model, method, seed, steps = _cell_steps(path)
-        quarter = len(steps) // 4
-        if quarter < 2:
-            continue
-        for stream in dict.fromkeys(k for s in steps for k in s["streams"]):
-            for key, label in LEARNING_METRICS:
-                first, last = ([s["streams"][stream][key] for s in part
-                                if s["streams"].get(stream, {}).get(key) is not None]
-                               for part in (steps[:quarter], steps[-quarter:]))
-                if not first or not last:
-                    continue
-                d = welch_difference(first, last)
-                target = RISES if (key == "pass_rate" and stream.startswith("policy:")) else (
-                    HOLDS if key in ("reward", "conversion_rate") else "")
-                meets = "" if not target or d["ci"] is None else (
-                    "yes" if (d["ci"][0] > 0 if target == RISES else d["ci"][1] >= 0) else "no")
-                rows.append({"section": "7 RL learned", "model": model, "seed": seed,
-                             "quantity": f"{method} {stream}: training {label}, first -> last {quarter} steps",
-                             "k": "", "n": "", "first": d["first"], "last": d["last"], "value": d["difference"],
-                             "ci_low": d["ci"][0] if d["ci"] else None, "ci_high": d["ci"][1] if d["ci"] else None,
-                             "target": target, "meets": meets, "p_value": d["p_value"]})
+        model, method, seed, steps = cell_steps(path)
+        for v in stream_verdicts(steps):
+            widened = " (widened: a quarter held too few of its values)" if v["widened"] else ""
+            rows.append({"section": "7 RL learned", "model": model, "seed": seed,
+                         "quantity": f"{method} {v['stream']}: training {v['label']}, first -> last {v['span']} "
+                                     f"steps{widened}",
+                         "k": "", "n": "", "first": v["first"], "last": v["last"], "value": v["difference"],
+                         "ci_low": v["ci"][0] if v["ci"] else None, "ci_high": v["ci"][1] if v["ci"] else None,
+                         "target": v["target"], "meets": v["meets"], "p_value": v["p_value"]})
     return rows
 
 
@@ -381,7 +431,8 @@ def display(rows: list[dict]) -> list[list[str]]:
         if r["section"].startswith("5"):
             k_n, value, ci = "", f"{_cell(r['first'], 1)} -> {_cell(r['last'], 1)}", ""
         elif r["section"].startswith("7"):  # first -> last, then their difference and its interval
-            k_n, value = f"{_cell(r['first'])} -> {_cell(r['last'])}", numbers.fixed(r["value"], 3, sign=True)
+            k_n = f"{_cell(r['first'])} -> {_cell(r['last'])}"
+            value = "" if r["value"] is None else numbers.fixed(r["value"], 3, sign=True)
             ci = (f"[{numbers.fixed(r['ci_low'], 3, sign=True)}, {numbers.fixed(r['ci_high'], 3, sign=True)}]"
                   if r["ci_low"] is not None else "")
         else:
@@ -403,8 +454,10 @@ def summary_lines(spec: dict, rows: list[dict]) -> list[str]:
         if not part:
             continue
         unmet = [r["quantity"] for r in part if r["meets"] == "no"]
+        unresolved = sum(str(r["target"]).startswith("cannot resolve") for r in part)
         lines.append(f"{label}: {sum(r['meets'] == 'yes' for r in part)} of {sum(r['meets'] != '' for r in part)}"
-                     + (f"; not met: {'; '.join(unmet)}." if unmet else "."))
+                     + (f"; not met: {'; '.join(unmet)}" if unmet else "")
+                     + (f"; {unresolved} row(s) too short to resolve, no verdict" if unresolved else "") + ".")
     return lines
 
 
