@@ -195,3 +195,104 @@ def test_report_is_pure_and_flags_mixed_commits(tmp_path):
     assert "2 different code versions" in text and "uncommitted" in text
     empty = render_report(title="t", config={}, tables={}, figures={}, provenance=[], notes=[])
     assert "No tables." in empty and "No figures." in empty
+
+
+# --- the per-model training curves (from metrics.jsonl) -----------------------------------
+
+def _metrics(total, pair, rise=0.0, seed=0):
+    """A cell's step records: GRPO's one policy stream every step, or a pair's drafter and challenger
+    rotating between A and B (A drafts on even steps); the pass rate climbs by `rise` over the run."""
+    steps = []
+    for s in range(total):
+        wobble = 0.02 * ((s * 7 + seed) % 5 - 2)
+        stats = lambda base: {"reward": base + rise * s / total + wobble, "pass_rate": base + rise * s / total + wobble,  # noqa: E731
+                              "mean_length": 50.0 - s / 10, "truncated": 2, "rollouts": 64, "truncated_share": 2 / 64,
+                              "update_kl": float("nan") if s == 3 else 0.001}
+        if pair:
+            a, b = ("A", "B") if s % 2 == 0 else ("B", "A")
+            streams = {f"drafter:{a}": stats(0.4), f"challenger:{b}": {**stats(0.5), "conversion_rate": 0.3 + wobble}}
+        else:
+            streams = {"policy:A": stats(0.4)}
+        steps.append({"step": s, "lr": 1e-3, "streams": streams})
+    return steps
+
+
+def test_the_training_figure_is_small_multiples_with_each_streams_verdict():
+    from matplotlib.text import Text
+
+    from agon.report import preconditions
+
+    cells = {("grpo", 0): _metrics(32, pair=False, rise=0.3), ("agon", 0): _metrics(32, pair=True)}
+    fig = figures.training_figure("toy", cells)
+    columns = [title for title, _, _ in figures.TRAINING_COLUMNS]
+    assert columns == ["reward", "pass rate", "challenger conversion rate", "mean length (tokens)",
+                       "truncated (share)", "update KL per token"]
+    assert len(fig.axes) == 2 * 6                                   # a row per method, a column per metric
+    grid = [fig.axes[i * 6:(i + 1) * 6] for i in range(2)]
+    assert [ax.get_title() for ax in grid[0]] == columns and [ax.get_ylabel() for ax in (grid[0][0], grid[1][0])] \
+        == ["grpo", "agon"]
+    for col in range(6):                                            # axes shared within a column
+        assert grid[0][col].get_shared_y_axes().joined(grid[0][col], grid[1][col])
+    legend = [t.get_text() for t in grid[1][-1].get_legend().get_texts()]
+    assert legend == ["drafter A", "drafter B", "challenger A", "challenger B"]  # role and adapter, each apart
+    assert [t.get_text() for t in grid[0][-1].get_legend().get_texts()] == ["policy A"]
+    # each stream's verdict is Table 0's own: GRPO's pass rate rises, its text and window bars on its panel
+    (rises,) = [v for v in preconditions.stream_verdicts(cells[("grpo", 0)]) if v["metric"] == "pass_rate"]
+    assert rises["meets"] == "yes" and rises["target"] == preconditions.RISES
+    marks = [t.get_text() for t in grid[0][1].findobj(Text) if t.get_gid() == "verdict"]
+    ci = f"[{figures.numbers.fixed(rises['ci'][0], 3, sign=True)}, {figures.numbers.fixed(rises['ci'][1], 3, sign=True)}]"
+    assert marks == [f"policy A: {figures.numbers.fixed(rises['difference'], 3, sign=True)} {ci} meets"]
+    bars = [line for line in grid[0][1].lines if line.get_gid() == "verdict"]
+    assert len(bars) == 3                                           # first and last windows' means, the interval
+    assert list(bars[0].get_xdata()) == [0, 7] and list(bars[1].get_xdata()) == [24, 31]
+    assert bars[0].get_ydata()[0] == pytest.approx(rises["first"]) and bars[2].get_ydata()[1] == \
+        pytest.approx(rises["first"] + rises["ci"][1])
+    # every stream of the pair has a verdict line in the reward panel, none in the length panel
+    reward = [t.get_text() for t in grid[1][0].findobj(Text) if t.get_gid() == "verdict"]
+    assert [m.split(":")[0] for m in reward] == ["drafter A", "drafter B", "challenger A", "challenger B"]
+    assert not [t for t in grid[1][3].findobj(Text) if t.get_gid() == "verdict"]
+    assert any("no stream has it" == t.get_text() for t in grid[0][2].texts)  # GRPO has no challenger
+    caption = " ".join(t.get_text() for t in fig.texts)
+    assert f"exponential moving average (weight {figures.smoothing_weight(32)}" in caption
+
+
+def test_the_training_figure_says_when_a_run_is_too_short_and_overlays_seeds():
+    from matplotlib.text import Text
+
+    short = {("grpo", 0): _metrics(6, pair=False), ("grpo", 1): _metrics(6, pair=False, seed=1)}
+    fig = figures.training_figure("toy_code", short)
+    assert len(fig.axes) == 6
+    marks = [t.get_text() for t in fig.axes[0].findobj(Text) if t.get_gid() == "verdict"]
+    assert marks == ["policy A: cannot resolve (3+3 values) | cannot resolve (3+3 values)"]
+    # two seeds: each seed thin, their mean bold over a band, one legend entry per stream
+    assert [t.get_text() for t in fig.axes[-1].get_legend().get_texts()] == ["policy A"]
+    assert fig.axes[0].collections and "several seeds" in " ".join(t.get_text() for t in fig.texts)
+
+
+def test_smoothing_is_tensorboards_debiased_average():
+    assert figures.smooth([1.0, 1.0, 1.0], 0.8) == pytest.approx([1.0, 1.0, 1.0])  # no pull towards 0 at the start
+    assert figures.smooth([0.0, 1.0], 0.5) == pytest.approx([0.0, 0.5 / 0.75])
+    assert figures.smoothing_weight(96) == 0.78 and figures.smoothing_weight(16) == 0.14
+    assert figures.smoothing_weight(10_000) == figures.SMOOTHING
+
+
+def test_the_training_curves_files_come_from_metrics_files(tmp_path):
+    import subprocess
+    import sys
+
+    from agon import io
+
+    paths = []
+    for method, pair in (("grpo", False), ("coop", True)):
+        cell = tmp_path / "train" / "toy" / method / "seed0"
+        io.write_jsonl(cell / "metrics.jsonl", _metrics(16, pair))
+        io.write_json(cell / "adapters" / "train_summary.json", {"steps": 16})
+        paths.append(str(cell / "metrics.jsonl"))
+    prefix = tmp_path / "figures" / "training_toy"
+    run = lambda model: subprocess.run([sys.executable, "-m", "agon.cli", "training-curves", "--model", model,  # noqa: E731
+                                        "--metrics", *paths, "--out-prefix", str(prefix)], capture_output=True, text=True)
+    done = run("toy")
+    assert done.returncode == 0, done.stderr
+    check_written((str(prefix) + ".png", str(prefix) + ".pdf"), prefix)
+    done = run("toy_code")
+    assert done.returncode != 0 and "a cell of model 'toy', not of 'toy_code'" in done.stderr

@@ -130,23 +130,17 @@ def cmd_figure7b(args) -> None:
                  ["method", "model", "seed", "step", "k", "n", "evaluation", "selected", "source"])
 
 
-def _cell_metrics(path: str) -> list[dict]:
-    """A trained cell's metrics.jsonl, checked to hold each of its steps once (train_summary.json
-    beside its adapters says how many)."""
-    from .evaluate.records import read_steps
-
-    steps = io.read_json(Path(path).parent / "adapters" / "train_summary.json")["steps"]
-    return read_steps(path, steps)
-
-
 def cmd_training_curves(args) -> None:
     """One model's per-step training curves from its cells' metrics.jsonl files (each checked)."""
     from .report import figures
+    from .report.preconditions import cell_steps
 
     cells = {}
-    for path in args.metrics:  # results/<run>/train/<model>/<method>/seed<s>/metrics.jsonl
-        cell = Path(path).parent
-        cells[(cell.parent.name, int(cell.name.removeprefix("seed")))] = _cell_metrics(path)
+    for path in args.metrics:
+        model, method, seed, steps = cell_steps(path)
+        if model != args.model:
+            raise ValueError(f"{path}: a cell of model {model!r}, not of {args.model!r} whose figure this is")
+        cells[(method, seed)] = steps
     figures.cell_training_curves(args.model, cells, args.out_prefix)
 
 
@@ -155,11 +149,12 @@ def cmd_report(args) -> None:
     import csv
 
     from .report import figures, reported, report
+    from .report.preconditions import cell_steps
 
     spec = _spec(args.spec)
     out = Path(args.out)
     for path in args.metrics:  # every trained cell's steps, each once
-        _cell_metrics(path)
+        cell_steps(path)
     rows = []
     with open(args.figure_table) as f:
         for r in csv.DictReader(f):
@@ -189,8 +184,8 @@ def cmd_report(args) -> None:
             "hollow markers: the paper's Qwen3-0.6B numbers": rel(f"{fig_prefix}.png")}
     for png in args.training or []:
         model = Path(png).stem.removeprefix("training_")
-        figs[f"Training curves of {model}: per step, every cell (colour) and role (line style), from "
-             f"metrics.jsonl"] = rel(png)
+        figs[f"Training curves of {model}: a row per method, a column per metric, each stream's smoothed line over "
+             "its raw steps, and Table 0 section 7's verdict on each stream (from metrics.jsonl)"] = rel(png)
     if args.fig7b:
         subset = (spec.get("figures") or {}).get("fig7b", {}).get("problems")
         on = f" on the first {subset} problems of its benchmark" if subset else ""
