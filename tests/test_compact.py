@@ -87,6 +87,61 @@ def test_top_p_filter_matches_transformers_warpers():
     torch.testing.assert_close(compact._filtered_scores(logits, sampling), expected)
 
 
+@pytest.mark.parametrize("top_p", [1.0, 0.9, 0.5])
+def test_the_inverse_cdf_draw_has_the_filtered_distribution(top_p):
+    """`_next_tokens` draws by inverse CDF over the sorted tokens: its frequencies are the
+    probabilities of `_filtered_scores` (what torch.multinomial drew from before), within four
+    standard errors over 40,000 draws, and a token outside the nucleus is never drawn."""
+    torch.manual_seed(5)
+    logits = torch.randn(1, 12) * 2
+    sampling = {"temperature": 0.6, "top_p": top_p}
+    want = compact._filtered_scores(logits, sampling).softmax(-1)[0]
+    draws = 40_000
+    drawn = compact._next_tokens(logits.expand(draws, -1), sampling)
+    freq = torch.bincount(drawn, minlength=12).double() / draws
+    assert (freq[want == 0] == 0).all()
+    se = (want.double() * (1 - want.double()) / draws).sqrt()
+    assert ((freq - want.double()).abs() <= 4 * se + 1e-12).all(), (freq, want)
+
+
+def _sampled(model, prompt_ids, sampling, seed):
+    torch.manual_seed(seed)
+    logprobs: list = []
+    return compact.sample_ids(model, prompt_ids, sampling, stop_ids=(3,), logprobs=logprobs), logprobs
+
+
+def test_prefilling_a_repeated_prompt_once_keeps_every_token(model, monkeypatch):
+    """A GRPO group's 16 rows share one prompt: it is prefilled once and its cache copied. In
+    fp32 the sampled tokens are those of prefilling every row, and their log-probabilities equal
+    to float rounding (a matrix product over 3 rows or 18 may sum in another order)."""
+    fused = compact.CompactQwen3.from_model(model)
+    ids = [[5, 6, 7], [8, 9], [10, 11, 12, 13]]
+    rows = [p for p in ids for _ in range(6)]
+    sampling = {"temperature": 1.0, "top_p": 0.95, "max_new_tokens": 12}
+    prefills = []
+    forward = fused.forward
+    monkeypatch.setattr(fused, "forward", lambda ids_, *a: prefills.append(ids_.shape) or forward(ids_, *a))
+    shared = _sampled(fused, rows, sampling, seed=7)
+    assert prefills[0] == (3, 4)  # three distinct prompts, left-padded to 4
+    monkeypatch.setattr(compact, "_distinct_rows", lambda p: (p, torch.arange(len(p))))  # every row its own
+    tokens, logprobs = _sampled(fused, rows, sampling, seed=7)
+    assert tokens == shared[0]
+    flat = lambda rows_: torch.tensor([x for row in rows_ for x in row])  # noqa: E731
+    torch.testing.assert_close(flat(logprobs), flat(shared[1]), rtol=0, atol=1e-5)
+
+
+def test_compacting_the_batch_later_keeps_every_token(model, monkeypatch):
+    """Stopped rows stay in the batch until they are COMPACT_WHEN_STOPPED of it; no row draws
+    for them, so every row's tokens are those of dropping each row as it stops (fp32)."""
+    fused = compact.CompactQwen3.from_model(model)
+    rows = [[5 + i % 7, 6, 7 + i % 3] for i in range(24)]
+    sampling = {"temperature": 1.5, "max_new_tokens": 16}
+    lazy = _sampled(fused, rows, sampling, seed=11)
+    assert 0 < sum(len(r) < 16 for r in lazy[0]) < 24  # some rows stop early, some run on
+    monkeypatch.setattr(compact, "COMPACT_WHEN_STOPPED", 1e-9)  # compact at every stop
+    assert _sampled(fused, rows, sampling, seed=11) == lazy
+
+
 def test_sampling_is_seeded_and_respects_the_cap(model, tok):
     backend = CompactBackend.over_model(model, tok)
     sampling = {"temperature": 1.0, "top_p": 0.95, "max_new_tokens": 7}

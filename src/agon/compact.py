@@ -22,7 +22,7 @@ architecture use the transformers backend.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import torch
 import torch.nn.functional as F
@@ -103,6 +103,35 @@ class CompactQwen3:
         d = self.head_dim
         self.inv_freq = 1.0 / (theta ** (torch.arange(0, d, 2, dtype=torch.float) / d))
         self.cos = self.sin = torch.empty((0, d), dtype=self.dtype)
+
+    def map_weights(self, fn) -> "CompactQwen3":
+        """A copy whose every weight is `fn(weight)` (a tensor shared by two names, a tied head,
+        stays shared): e.g. a cast to another dtype, or gradient leaves (`detach().requires_grad_()`)."""
+        done: dict[int, torch.Tensor] = {}
+
+        def one(t: torch.Tensor) -> torch.Tensor:
+            if id(t) not in done:
+                done[id(t)] = fn(t)
+            return done[id(t)]
+
+        copy = object.__new__(CompactQwen3)
+        copy.__dict__.update(self.__dict__)
+        copy.layers = [_Layer(**{f.name: one(getattr(layer, f.name)) for f in fields(_Layer)}) for layer in self.layers]
+        copy.embed, copy.norm, copy.lm_head = one(self.embed), one(self.norm), one(self.lm_head)
+        if copy.embed.dtype != self.dtype:
+            copy.dtype = copy.embed.dtype
+            copy.cos = copy.sin = torch.empty((0, self.head_dim), dtype=copy.dtype)
+        return copy
+
+    def weights(self) -> list[torch.Tensor]:
+        """Every weight tensor, each once."""
+        seen: dict[int, torch.Tensor] = {}
+        for layer in self.layers:
+            for f in fields(_Layer):
+                seen.setdefault(id(getattr(layer, f.name)), getattr(layer, f.name))
+        for t in (self.embed, self.norm, self.lm_head):
+            seen.setdefault(id(t), t)
+        return list(seen.values())
 
     @classmethod
     def from_model(cls, model) -> "CompactQwen3":
@@ -193,7 +222,7 @@ class CompactQwen3:
 
 
 def _keep_rows(keys, values, keep, written: int):
-    """The cache's rows `keep`, in new buffers of the same length: only the `written` positions
+    """The cache's rows `keep` (a row may be taken more than once), in new buffers of the same length: only the `written` positions
     are copied. The rest is uninitialised until written: values there are never read, keys only
     into score columns that `_layers` cuts away before the softmax."""
     new_keys = keys.new_empty((len(keep),) + keys.shape[1:])
@@ -201,6 +230,14 @@ def _keep_rows(keys, values, keep, written: int):
     new_keys[..., :written] = keys[keep, ..., :written]
     new_values[:, :, :written] = values[keep, :, :written]
     return new_keys, new_values
+
+
+# Stopped rows stay in the batch (computed, never drawn from) until they are this share of it;
+# then the batch is compacted. A compaction copies every live row's KV cache; a stopped row
+# costs one row of the forward per token. Compacting at the first stopped row, as `generate`
+# drops nothing and this sampler once did at every stop, spent more in copies than it saved
+# (docs/measurements.md, "Where the time goes").
+COMPACT_WHEN_STOPPED = 0.125
 
 
 def _filtered_scores(logits: torch.Tensor, sampling: dict) -> torch.Tensor:
@@ -218,10 +255,36 @@ def _filtered_scores(logits: torch.Tensor, sampling: dict) -> torch.Tensor:
 
 
 def _next_tokens(logits: torch.Tensor, sampling: dict) -> torch.Tensor:
-    """One token per row: argmax at temperature 0, else a draw from the filtered distribution."""
+    """One token per row: argmax at temperature 0, else one draw from `_filtered_scores`' distribution.
+
+    The draw is by inverse CDF over the tokens sorted by score (the top-p filter sorts them
+    anyway): one uniform number per row against the kept tokens' cumulative probabilities. It
+    is the distribution `torch.multinomial` draws from over `_filtered_scores`, at half the
+    cost (no scatter back to vocabulary order, no second softmax); tests/test_compact.py
+    compares the two."""
     if sampling["temperature"] == 0:
         return logits.argmax(dim=-1)
-    return torch.multinomial(_filtered_scores(logits, sampling).softmax(dim=-1), num_samples=1).squeeze(1)
+    scores = logits / sampling["temperature"]
+    sorted_scores, order = torch.sort(scores, descending=False)
+    probs = sorted_scores.softmax(dim=-1)
+    cumulative = probs.cumsum(dim=-1)
+    top_p = sampling.get("top_p", 1.0)
+    if top_p < 1.0:  # as `_filtered_scores`: drop the low tail whose mass is at most 1 - top_p
+        removed = cumulative <= (1 - top_p)
+        removed[..., -1:] = False
+        cumulative = probs.masked_fill(removed, 0.0).cumsum(dim=-1)
+    # the first kept token whose cumulative mass exceeds u (right=True: a token of zero mass,
+    # whose cumulative equals its predecessor's, is never chosen)
+    u = torch.rand(cumulative.shape[0], 1, dtype=cumulative.dtype) * cumulative[:, -1:]
+    pick = torch.searchsorted(cumulative, u, right=True).clamp_(max=cumulative.shape[-1] - 1)
+    return order.gather(1, pick).squeeze(1)
+
+
+def _distinct_rows(prompt_ids: list[list[int]]) -> tuple[list[list[int]], torch.Tensor]:
+    """The distinct prompts in first-seen order, and each prompt's index among them."""
+    first: dict[tuple[int, ...], int] = {}
+    index = [first.setdefault(tuple(row), len(first)) for row in prompt_ids]
+    return [list(row) for row in first], torch.tensor(index)
 
 
 @torch.no_grad()
@@ -232,16 +295,21 @@ def sample_ids(model: CompactQwen3, prompt_ids: list[list[int]], sampling: dict,
     `logprobs`, when given a list, receives one list per prompt: each drawn token's
     log-probability under logits / temperature (before top-p), the distribution the
     trainer's loss scores. Draws from torch's global generator: the caller seeds it.
+
+    A prompt that repeats (a GRPO group's 16 rows) is prefilled once and its cache copied to
+    every row that has it: a row's prefill does not depend on the other rows of its batch.
     """
-    stops = set(stop_ids)
+    stops = torch.tensor(sorted(set(stop_ids)), dtype=torch.long)
     B = len(prompt_ids)
     P = max(map(len, prompt_ids))
     max_new = sampling["max_new_tokens"]
     total = P + max_new
     model._rope_table(total)
-    ids = torch.zeros((B, P), dtype=torch.long)
-    key_mask = torch.zeros((B, total), dtype=torch.bool)
-    for i, row in enumerate(prompt_ids):  # left padding, as the tokenizer's
+    distinct, index = _distinct_rows(prompt_ids)
+    U = len(distinct)
+    ids = torch.zeros((U, P), dtype=torch.long)
+    key_mask = torch.zeros((U, total), dtype=torch.bool)
+    for i, row in enumerate(distinct):  # left padding, as the tokenizer's
         ids[i, P - len(row):] = torch.tensor(row)
         key_mask[i, P - len(row):] = True
     key_mask[:, P:] = True
@@ -249,41 +317,52 @@ def sample_ids(model: CompactQwen3, prompt_ids: list[list[int]], sampling: dict,
     # Keys are stored transposed, [B, kv_heads, head_dim, position]: q @ keys is then a plain
     # matmul over the whole buffer (a transposed slice, and a slice of the buffer at all, costs
     # bf16 matmuls a copy: docs/measurements.md, "Where the time goes").
-    keys_shape = (B, model.kv_heads, model.head_dim, total)
-    values_shape = (B, model.kv_heads, total, model.head_dim)
+    keys_shape = (U, model.kv_heads, model.head_dim, total)
+    values_shape = (U, model.kv_heads, total, model.head_dim)
     cache = [(torch.zeros(keys_shape, dtype=model.dtype), torch.zeros(values_shape, dtype=model.dtype))
              for _ in model.layers]
     neg = torch.finfo(model.dtype).min
     causal = torch.ones((P, P), dtype=torch.bool).tril()
     allowed = causal[None] & key_mask[:, None, :P]
-    bias = torch.zeros((B, 1, P, P), dtype=model.dtype).masked_fill(~allowed[:, None], neg)
+    bias = torch.zeros((U, 1, P, P), dtype=model.dtype).masked_fill(~allowed[:, None], neg)
     logits = model.forward(ids, positions, cache, 0, bias)
+    if U < B:  # every row from its prompt's prefill
+        logits, positions, key_mask = logits[index], positions[index], key_mask[index]
+        cache = [_keep_rows(keys, values, index, P) for keys, values in cache]
     last_pos = positions[:, -1]
     rows = torch.arange(B)  # original row of each batch slot
-    out: list[list[int]] = [[] for _ in range(B)]
-    scored: list[list[float]] = [[] for _ in range(B)]
+    live = torch.ones(B, dtype=torch.bool)  # slots still sampling (a stopped one waits for the next compaction)
+    drawn_tokens = torch.zeros((B, max_new), dtype=torch.long)
+    drawn_logps = torch.zeros((B, max_new))
+    lengths = torch.full((B,), max_new, dtype=torch.long)
     decode_bias = torch.zeros((B, 1, 1, total), dtype=model.dtype).masked_fill(~key_mask[:, None, None], neg)
+    tokens = torch.zeros(B, dtype=torch.long)
     for t in range(max_new):
-        tokens = _next_tokens(logits, sampling)
+        slots = live.nonzero().squeeze(1)
+        live_logits = logits[slots]  # draws only for live rows, in row order, as if the batch held no other
+        drawn = _next_tokens(live_logits, sampling)
+        tokens = tokens.index_put((slots,), drawn)
+        drawn_tokens[rows[slots], t] = drawn
         if logprobs is not None:
             temperature = sampling["temperature"] or 1.0
-            drawn = torch.log_softmax(logits.float() / temperature, dim=-1).gather(-1, tokens[:, None]).squeeze(1)
-            for row, value in zip(rows.tolist(), drawn.tolist()):
-                scored[row].append(value)
-        alive = []
-        for slot, (row, tok) in enumerate(zip(rows.tolist(), tokens.tolist())):
-            out[row].append(tok)
-            if tok not in stops:
-                alive.append(slot)
+            drawn_logps[rows[slots], t] = torch.log_softmax(live_logits.float() / temperature, dim=-1).gather(
+                -1, drawn[:, None]).squeeze(1)
+        stopped = torch.isin(drawn, stops)
+        if bool(stopped.any()):
+            lengths[rows[slots[stopped]]] = t + 1
+            live[slots[stopped]] = False
+        alive = int(live.sum())
         if not alive or t == max_new - 1:
             break
-        if len(alive) < len(rows):  # drop stopped rows from the batch
-            keep = torch.tensor(alive)
+        if alive <= (1 - COMPACT_WHEN_STOPPED) * len(rows):  # drop stopped rows from the batch
+            keep = live.nonzero().squeeze(1)
             rows, tokens, last_pos, decode_bias = rows[keep], tokens[keep], last_pos[keep], decode_bias[keep]
+            live = live[keep]
             cache = [_keep_rows(k, v, keep, P + t) for k, v in cache]
         last_pos = last_pos + 1
         logits = model.forward(tokens[:, None], last_pos[:, None], cache, P + t,
                                decode_bias[..., :P + t + 1])
+    out = [drawn_tokens[r, :n].tolist() for r, n in enumerate(lengths.tolist())]
     if logprobs is not None:
-        logprobs[:] = scored
+        logprobs[:] = [drawn_logps[r, :n].tolist() for r, n in enumerate(lengths.tolist())]
     return out
