@@ -12,8 +12,9 @@ def loss_pass_seconds(trainer, completions, advantages, groups, adapter: str = "
     """Seconds of one forward + backward over `completions` in micro-batches `groups` (lists of
     row indices), as the trainer runs each micro-batch; the gradients are dropped after."""
     start = time.perf_counter()
-    for group in groups:
-        part, _, _ = trainer._micro_batch_loss(adapter, [completions[i] for i in group], advantages[group])
-        part.backward()
+    with trainer.loss_pass(adapter) as micro_batch_loss:
+        for group in groups:
+            part, _, _ = micro_batch_loss([completions[i] for i in group], advantages[group])
+            part.backward()
     trainer.policies.model.zero_grad(set_to_none=True)
     return time.perf_counter() - start

@@ -119,7 +119,8 @@ def test_the_model_and_the_loss_live_on_the_configured_device(tiny_base):  # noq
     base, tok_, fmt = load_for_job(spec, device="cpu")
     trainer = Trainer(base, tok_, fmt, TRAIN, {"kind": "grpo", "group_size": 4}, SAMPLING, seed=3)
     completions, adv = stream(rows=4)
-    loss, mask, _ = trainer._micro_batch_loss("A", completions, adv)
+    with trainer.loss_pass("A") as micro_batch_loss:
+        loss, mask, _ = micro_batch_loss(completions, adv)
     assert loss.device.type == mask.device.type == next(trainer.policies.model.parameters()).device.type == "cpu"
 
 
@@ -139,9 +140,10 @@ def test_gradient_checkpointing_gives_the_same_gradient(tiny_base):  # noqa: F81
         for layer in trainer.checkpointed:  # count the checkpointed layer calls
             inner = layer._gradient_checkpointing_func
             layer._gradient_checkpointing_func = lambda *a, inner=inner, **k: calls.append(1) or inner(*a, **k)
-        loss, _, _ = trainer._micro_batch_loss("A", completions, adv)
-        assert len(calls) == (len(trainer.checkpointed) if checkpointing else 0)
-        loss.backward()
+        with trainer.loss_pass("A") as micro_batch_loss:
+            loss, _, _ = micro_batch_loss(completions, adv)
+            assert len(calls) == (len(trainer.checkpointed) if checkpointing else 0)
+            loss.backward()
         got[checkpointing] = grads(trainer, "A")
         assert not any(m.training for m in trainer.policies.model.modules())  # eval mode throughout
     layers = [m for m in base.modules() if hasattr(m, "gradient_checkpointing")]

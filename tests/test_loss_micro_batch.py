@@ -63,11 +63,12 @@ def test_micro_batched_gradient_equals_the_one_pass_gradient(tiny_base, loss_typ
     for budget in (1, 60, 200, 10**6):  # one row each, a few rows, ..., the whole stream at once
         trainer.policies.model.zero_grad(set_to_none=True)
         total = 0.0
-        for group in logprobs.micro_batches(completions, budget):
-            part, m, _ = trainer._micro_batch_loss("A", [completions[i] for i in group], adv[group])
-            part = part * dropped_rollouts_scale(loss_type, int(m.sum()), all_tokens, len(group), all_seqs)
-            part.backward()
-            total += part.item()
+        with trainer.loss_pass("A") as micro_batch_loss:
+            for group in logprobs.micro_batches(completions, budget):
+                part, m, _ = micro_batch_loss([completions[i] for i in group], adv[group])
+                part = part * dropped_rollouts_scale(loss_type, int(m.sum()), all_tokens, len(group), all_seqs)
+                part.backward()
+                total += part.item()
         assert total == pytest.approx(ref.item(), rel=1e-5, abs=1e-7), budget
         got = grads(trainer, "A")
         assert set(got) == set(want)
@@ -84,3 +85,42 @@ def test_micro_batches_respect_the_token_budget():
         assert [w for g in widths for w in g] == sorted(w for g in widths for w in g)  # grouped by length
         for w in widths:
             assert len(w) == 1 or max(w) * len(w) <= budget
+
+
+@pytest.mark.parametrize("precision_name", ["fp32", "bf16"])
+def test_the_compact_loss_pass_merges_once_and_gives_the_per_micro_batch_merge_s_gradient(tiny_base, precision_name):  # noqa: F811
+    """train.loss_forward: compact merges and fuses the adapter's weights once per stream and sums
+    the micro-batches' gradients at the fused weights before running them through the merge:
+    the gradient equals merging again for every micro-batch (the chain rule), in bf16 too, where
+    the micro-batches' gradients still sum in fp32."""
+    trainer = _trainer(tiny_base, {"kind": "grpo", "group_size": 4}, {"loss_forward": "compact"})
+    trainer.precision = precision_name
+    completions, adv = stream(rows=12)
+    cpu = torch.device("cpu")
+    for budget in (60, 400):
+        groups = logprobs.micro_batches(completions, budget)
+        assert len(groups) > 1
+        trainer.policies.model.zero_grad(set_to_none=True)
+        for group in groups:  # a merge per micro-batch, its gradient straight into the adapter
+            part, _, _ = trainer._micro_batch_loss(lambda: trainer._loss_model("A", cpu), cpu,
+                                                   [completions[i] for i in group], adv[group])
+            part.backward()
+        want = grads(trainer, "A")
+        trainer.policies.model.zero_grad(set_to_none=True)
+        merges = []
+        merged_weights = trainer.policies.merged_weights
+        trainer.policies.merged_weights = lambda *a: merges.append(a) or merged_weights(*a)
+        try:
+            with trainer.loss_pass("A") as micro_batch_loss:
+                for group in groups:
+                    part, _, _ = micro_batch_loss([completions[i] for i in group], adv[group])
+                    part.backward()
+                assert not grads(trainer, "A")  # held at the fused weights until the pass ends
+        finally:
+            del trainer.policies.merged_weights
+        assert len(merges) == 1
+        got = grads(trainer, "A")
+        assert want and set(got) == set(want)
+        for name in want:
+            assert got[name].dtype == torch.float32
+            torch.testing.assert_close(got[name], want[name], rtol=1e-4, atol=1e-6, msg=f"{name} ({precision_name})")

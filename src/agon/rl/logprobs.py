@@ -20,7 +20,7 @@ from .loss import selective_log_softmax
 # backward run at once (the gradient is the one-pass gradient: tests/test_loss_micro_batch.py).
 # The CPU default; its timings against other groupings: docs/measurements.md, "Benchmarks"
 # (benchmarks/loss_micro_batches.py). paper.yaml sets 16384 for a GPU.
-LOSS_MICRO_BATCH_TOKENS = 4096
+LOSS_MICRO_BATCH_TOKENS = 1024
 # Rows of completion logits turned into fp32 log-probabilities at a time, recomputed in the
 # backward pass (torch.utils.checkpoint) instead of kept: no fp32 copy of the logits lives on.
 LOGSOFTMAX_CHUNK_TOKENS = 4096

@@ -79,8 +79,14 @@ class StepContext:
 
 
 # Rollouts per stream on which each step's update KL is measured (`update_kl`): spread over the
-# stream's loss rows; one extra no-gradient forward of this many rows a step.
+# stream's loss rows; one extra no-gradient forward of at most this many rows a step.
 UPDATE_KL_ROWS = 16
+
+
+def probe_rows(n: int, k: int) -> list[int]:
+    """min(n, k) distinct indices of range(n), spread evenly over it (the first is 0)."""
+    k = min(n, k)
+    return [i * n // k for i in range(k)]
 
 
 class Trainer:
@@ -282,38 +288,38 @@ class Trainer:
         advantages = torch.tensor(adv.advantages[kept], dtype=torch.float32)
         loss_tokens = sum(stream.completions[i].length for i, k in zip(sampled, in_loss) if k)
         budget = self.cfg.get("loss_micro_batch_tokens", LOSS_MICRO_BATCH_TOKENS)
-        probe = set(range(0, len(completions), max(1, len(completions) // UPDATE_KL_ROWS)))
+        probe = set(probe_rows(len(completions), UPDATE_KL_ROWS))
         old_logps: dict[int, torch.Tensor] = {}
         loss_value, gap = 0.0, SamplerGap()
-        for group in micro_batches(completions, budget):
-            part, mask, logp = self._micro_batch_loss(stream.adapter, [completions[i] for i in group],
-                                                      advantages[group])
-            for row, i in enumerate(group):
-                own = logp[row, logp.shape[1] - completions[i].length:]  # its completion: the row's last columns
-                gap.add(own, completions[i].logprobs)
-                if i in probe:
-                    old_logps[i] = own
-            # Each micro-batch's share of the whole stream's loss: dropped groups still count in
-            # the normaliser, as TRL's zero-advantage rollouts do (a step with few informative
-            # groups is a small step, not one group's noise at full size).
-            part = part * dropped_rollouts_scale(
-                self.cfg["loss_type"], kept_tokens=int(mask.sum()), all_tokens=loss_tokens,
-                kept_sequences=len(group), all_sequences=len(sampled))
-            part.backward()  # the gradient accumulates; this micro-batch's graph is freed
-            loss_value += part.item()
+        with self.loss_pass(stream.adapter) as micro_batch_loss:
+            for group in micro_batches(completions, budget):
+                part, mask, logp = micro_batch_loss([completions[i] for i in group], advantages[group])
+                for row, i in enumerate(group):
+                    own = logp[row, logp.shape[1] - completions[i].length:]  # its completion: the row's last columns
+                    gap.add(own, completions[i].logprobs)
+                    if i in probe:
+                        old_logps[i] = own
+                # Each micro-batch's share of the whole stream's loss: dropped groups still count in
+                # the normaliser, as TRL's zero-advantage rollouts do (a step with few informative
+                # groups is a small step, not one group's noise at full size).
+                part = part * dropped_rollouts_scale(
+                    self.cfg["loss_type"], kept_tokens=int(mask.sum()), all_tokens=loss_tokens,
+                    kept_sequences=len(group), all_sequences=len(sampled))
+                part.backward()  # the gradient accumulates; this micro-batch's graph is freed
+                loss_value += part.item()
         stats["loss"] = loss_value
         stats.update(gap.stats())
         self._update_probes.append((stats, stream.adapter, [completions[i] for i in sorted(old_logps)],
                                     [old_logps[i] for i in sorted(old_logps)]))
         return True, stats
 
-    def _micro_batch_loss(self, adapter: str, completions, advantages):
-        """(the micro-batch's policy loss as policy_loss normalises it, its mask, its log-probs detached)."""
-        device = next(self.policies.model.parameters()).device
+    def _micro_batch_loss(self, loss_model, device, completions, advantages):
+        """(the micro-batch's policy loss as policy_loss normalises it, its mask, its log-probs detached).
+        `loss_model()` enters the model the loss runs as (`loss_pass`)."""
         for layer in self.checkpointed:
             layer.training = True
         try:
-            with self._loss_model(adapter, device) as model:
+            with loss_model() as model:
                 logp, mask = sequence_logps(model, completions, self.sampling["temperature"],
                                             self.tokenizer.pad_token_id)
         finally:
@@ -331,6 +337,36 @@ class Trainer:
         return loss, mask, old
 
     @contextlib.contextmanager
+    def loss_pass(self, adapter: str):
+        """One stream's loss pass through `adapter`: yields `micro_batch_loss(completions,
+        advantages)` -> (the micro-batch's loss as policy_loss normalises it, its mask, its
+        log-probs detached). Call backward on each loss inside the block; the gradient is in the
+        adapter's parameters when the block ends.
+
+        transformers: the PeftModel routed to `adapter` under autocast, entered per micro-batch
+        (its backward runs outside autocast). compact: one CompactQwen3 for the whole stream,
+        over the merged weights made once, as gradient leaves: each micro-batch's backward stops
+        at them, and on leaving, their summed gradient runs once through the merge into the
+        adapter (the chain rule; the same gradient as merging per micro-batch, which built the
+        merged and fused weights again for every micro-batch). The leaves keep the base's dtype
+        (fp32 on a CPU), so the micro-batches' gradients sum there, as they summed in the
+        adapter's own parameters; the model casts them to the sampling dtype, as the sampler's
+        copy is cast."""
+        device = next(self.policies.model.parameters()).device
+        if self.compact_config is None:
+            yield lambda completions, advantages: self._micro_batch_loss(
+                lambda: self._loss_model(adapter, device), device, completions, advantages)
+            return
+        merged = CompactQwen3(self.compact_config, self.policies.merged_weights(adapter, self._base_dtype))
+        leaves = merged.map_weights(lambda t: t.detach().requires_grad_(t.requires_grad))
+        model = leaves.map_weights(lambda t: t.to(precision.dtype(self.precision)))
+        yield lambda completions, advantages: self._micro_batch_loss(
+            lambda: contextlib.nullcontext(model), device, completions, advantages)
+        pairs = [(m, leaf) for m, leaf in zip(merged.weights(), leaves.weights()) if leaf.grad is not None]
+        if pairs:
+            torch.autograd.backward([m for m, _ in pairs], [leaf.grad for _, leaf in pairs])
+
+    @contextlib.contextmanager
     def _loss_model(self, adapter: str | None, device):
         """The model the loss pass runs as `adapter` (None: the bare base): the PeftModel under
         autocast (train.loss_forward: transformers), or a CompactQwen3 over the merged weights."""
@@ -340,15 +376,23 @@ class Trainer:
         with self.policies.use(adapter) as model, precision.autocast(self.precision, device.type):
             yield model
 
+    @property
+    def _base_dtype(self) -> torch.dtype:
+        return next(p for p in self.policies.model.parameters() if not p.requires_grad).dtype
+
     def _log_update_kl(self) -> None:
         """Each stream's `update_kl`: the per-token KL(before || after) of this step's update, on the
         probe rollouts its loss pass kept (k3, sampled from the policy before the update)."""
         device = next(self.policies.model.parameters()).device
+        budget = self.cfg.get("loss_micro_batch_tokens", LOSS_MICRO_BATCH_TOKENS)
         for stats, adapter, completions, old in self._update_probes:
+            log_ratio = []
             with torch.no_grad(), self._loss_model(adapter, device) as model:
-                new, _ = sequence_logps(model, completions, self.sampling["temperature"], self.tokenizer.pad_token_id)
-            log_ratio = torch.cat([new[r, new.shape[1] - c.length:] - o
-                                   for r, (c, o) in enumerate(zip(completions, old))])
+                for group in micro_batches(completions, budget):  # by length, as the loss pass: little padding
+                    new, _ = sequence_logps(model, [completions[i] for i in group], self.sampling["temperature"],
+                                            self.tokenizer.pad_token_id)
+                    log_ratio += [new[r, new.shape[1] - completions[i].length:] - old[i] for r, i in enumerate(group)]
+            log_ratio = torch.cat(log_ratio)
             stats["update_kl"] = float((log_ratio.exp() - log_ratio - 1).mean())
         self._update_probes = []
 
