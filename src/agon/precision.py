@@ -60,6 +60,24 @@ def resolve(name: str, device: str = "cpu") -> str:
     return name
 
 
+# oneDNN keeps a compiled kernel, with its scratch memory, for every shape of bf16 matrix
+# product it meets: 1,024 of them by default. The sampler's batch shrinks row by row and the
+# loss pass's micro-batches vary in length, so a bf16 CPU job filled it: a GRPO job peaked at
+# 1.17 GB RSS, an Agon job (twice the shapes) at 1.33 GB. 64 kernels kept: 0.95 and 1.02 GB,
+# and a step no slower (benchmarks/train_speed.py; docs/measurements.md, "Where the time goes").
+ONEDNN_KERNELS_KEPT = "64"
+
+
+def limit_cpu_kernel_cache(resolved: str, device: str) -> None:
+    """For a bf16 job on a CPU: oneDNN's kernel cache at ONEDNN_KERNELS_KEPT entries, unless the
+    environment already sets ONEDNN_PRIMITIVE_CACHE_CAPACITY. oneDNN reads it when it first
+    builds a kernel, so this must run before the job's first bf16 matrix product."""
+    import os
+
+    if resolved == "bf16" and device == "cpu":
+        os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", ONEDNN_KERNELS_KEPT)
+
+
 def dtype(resolved: str) -> torch.dtype:
     return {"bf16": torch.bfloat16, "fp32": torch.float32}[resolved]
 

@@ -24,6 +24,7 @@ class Job:
             torch.set_num_threads(spec["threads"])
         self.device, self.device_record = _device(spec, what, log)
         self.precision = precision.resolve(spec.get("precision", "fp32"), self.device)
+        precision.limit_cpu_kernel_cache(self.precision, self.device)
 
     def load(self, weights: bool = True):
         """(base, tokenizer, prompt format) on the job's device (base None without `weights`)."""
