@@ -1,5 +1,7 @@
 """The transformers backend samples from merged per-adapter copies that match the live adapters."""
 
+import os
+
 import pytest
 import torch
 
@@ -111,6 +113,18 @@ def test_precision_names():
         assert not torch.is_autocast_enabled("cpu")
     with precision.autocast("bf16"):
         assert torch.is_autocast_enabled("cpu")
+
+
+def test_a_bf16_cpu_job_keeps_few_onednn_kernels_unless_told_otherwise(monkeypatch):
+    monkeypatch.delenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", raising=False)
+    for resolved, device in (("fp32", "cpu"), ("bf16", "cuda")):
+        precision.limit_cpu_kernel_cache(resolved, device)
+        assert "ONEDNN_PRIMITIVE_CACHE_CAPACITY" not in os.environ
+    precision.limit_cpu_kernel_cache("bf16", "cpu")
+    assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == precision.ONEDNN_KERNELS_KEPT
+    monkeypatch.setenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "512")  # the user's own value stays
+    precision.limit_cpu_kernel_cache("bf16", "cpu")
+    assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == "512"
 
 
 def test_backend_factory_follows_the_generation_section(policies):
