@@ -222,7 +222,7 @@ def test_the_training_figure_is_small_multiples_with_each_streams_verdict():
 
     from agon.report import preconditions
 
-    cells = {("grpo", 0): _metrics(32, pair=False, rise=0.3), ("agon", 0): _metrics(32, pair=True)}
+    cells = {("grpo", 0): _metrics(48, pair=False, rise=0.3), ("agon", 0): _metrics(48, pair=True)}
     fig = figures.training_figure("toy", cells)
     columns = [title for title, _, _ in figures.TRAINING_COLUMNS]
     assert columns == ["reward", "pass rate", "challenger conversion rate", "mean length (tokens)",
@@ -244,7 +244,7 @@ def test_the_training_figure_is_small_multiples_with_each_streams_verdict():
     assert marks == [f"policy A: {figures.numbers.fixed(rises['difference'], 3, sign=True)} {ci} meets"]
     bars = [line for line in grid[0][1].lines if line.get_gid() == "verdict"]
     assert len(bars) == 3                                           # first and last windows' means, the interval
-    assert list(bars[0].get_xdata()) == [0, 7] and list(bars[1].get_xdata()) == [24, 31]
+    assert list(bars[0].get_xdata()) == [0, 11] and list(bars[1].get_xdata()) == [36, 47]
     assert bars[0].get_ydata()[0] == pytest.approx(rises["first"]) and bars[2].get_ydata()[1] == \
         pytest.approx(rises["first"] + rises["ci"][1])
     # every stream of the pair has a verdict line in the reward panel, none in the length panel
@@ -253,7 +253,7 @@ def test_the_training_figure_is_small_multiples_with_each_streams_verdict():
     assert not [t for t in grid[1][3].findobj(Text) if t.get_gid() == "verdict"]
     assert any("no stream has it" == t.get_text() for t in grid[0][2].texts)  # GRPO has no challenger
     caption = " ".join(t.get_text() for t in fig.texts)
-    assert f"exponential moving average (weight {figures.smoothing_weight(32)}" in caption
+    assert f"exponential moving average (weight {figures.smoothing_weight(48)}" in caption
 
 
 def test_the_training_figure_says_when_a_run_is_too_short_and_overlays_seeds():
@@ -264,6 +264,9 @@ def test_the_training_figure_says_when_a_run_is_too_short_and_overlays_seeds():
     assert len(fig.axes) == 6
     marks = [t.get_text() for t in fig.axes[0].findobj(Text) if t.get_gid() == "verdict"]
     assert marks == ["policy A: cannot resolve (3+3 values) | cannot resolve (3+3 values)"]
+    code = figures.training_figure("toy_code", {("grpo", 0): _metrics(16, pair=False, rise=0.3)})
+    marks = [t.get_text() for t in code.axes[1].findobj(Text) if t.get_gid() == "verdict"]
+    assert marks == ["policy A: cannot resolve a rise (4+4 values)"]  # 16 steps: reward has a verdict, a rise none
     # two seeds: each seed thin, their mean bold over a band, one legend entry per stream
     assert [t.get_text() for t in fig.axes[-1].get_legend().get_texts()] == ["policy A"]
     assert fig.axes[0].collections and "several seeds" in " ".join(t.get_text() for t in fig.texts)

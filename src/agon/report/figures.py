@@ -419,7 +419,8 @@ def _points(history: list[dict], stream: str, read) -> tuple[list[int], list[flo
 def _verdict_text(v: dict, interval: bool = True) -> str:
     """last - first [interval] and the verdict; without the interval where several seeds share a line."""
     if not v["resolved"]:
-        return f"cannot resolve ({v['n_first']}+{v['n_last']} values)"
+        what = "cannot resolve a rise" if v["target"].startswith("cannot resolve a rise") else "cannot resolve"
+        return f"{what} ({v['n_first']}+{v['n_last']} values)"
     diff = numbers.fixed(v["difference"], 3, sign=True)
     if not interval:
         return diff + COMPACT_MARK[v["meets"]]
@@ -529,7 +530,7 @@ def _training_figure(model: str, cells: dict[tuple[str, int], list[dict]]) -> Fi
              "(a quarter of the steps, wider where a quarter holds fewer than 4 values) and their means; the "
              "vertical bar: the difference's 95% interval placed on the first window's mean. Text: last - first "
              "[interval], and whether it meets its target (reward, conversion: does not fall; a lone policy's pass "
-             "rate: rises).", fontsize=7, ha="left", va="bottom", wrap=True)
+             "rate: rises, where each window holds 12 steps).", fontsize=7, ha="left", va="bottom", wrap=True)
     fig.tight_layout(rect=(0, 0.035, 1, 0.98))
     return fig
 
