@@ -88,10 +88,9 @@ def test_top_p_filter_matches_transformers_warpers():
 
 
 @pytest.mark.parametrize("top_p", [1.0, 0.9, 0.5])
-def test_the_inverse_cdf_draw_has_the_filtered_distribution(top_p):
-    """`_next_tokens` draws by inverse CDF over the sorted tokens: its frequencies are the
-    probabilities of `_filtered_scores` (what torch.multinomial drew from before), within four
-    standard errors over 40,000 draws, and a token outside the nucleus is never drawn."""
+def test_the_draw_has_the_filtered_distribution(top_p):
+    """`_next_tokens`' frequencies are the probabilities of `_filtered_scores` within four standard
+    errors over 40,000 draws, and a token outside the nucleus is never drawn."""
     torch.manual_seed(5)
     logits = torch.randn(1, 12) * 2
     sampling = {"temperature": 0.6, "top_p": top_p}
