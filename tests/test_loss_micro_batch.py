@@ -88,7 +88,7 @@ def test_micro_batches_respect_the_token_budget():
 
 
 @pytest.mark.parametrize("precision_name", ["fp32", "bf16"])
-def test_the_compact_loss_pass_merges_once_and_gives_the_per_micro_batch_merge_s_gradient(tiny_base, precision_name):  # noqa: F811
+def test_the_compact_loss_pass_merges_once_with_a_per_micro_batch_merge_s_gradient(tiny_base, precision_name):  # noqa: F811
     """train.loss_forward: compact merges and fuses the adapter's weights once per stream and sums
     the micro-batches' gradients at the fused weights before running them through the merge:
     the gradient equals merging again for every micro-batch (the chain rule), in bf16 too, where

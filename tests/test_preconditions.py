@@ -274,7 +274,8 @@ def test_a_pass_rate_rise_needs_windows_long_enough_to_resolve_one(tmp_path):
     but a rise of the size a long run shows cannot be told from noise there: the pass-rate row
     keeps its numbers and interval, has no verdict, and says why; 48 steps (12 a quarter) get one."""
     def steps(n):
-        return [{"step": s, "streams": {"policy:A": {"reward": 1.0 + 0.01 * (s % 3), "pass_rate": 0.3 + 0.01 * s + 0.02 * (s % 2)}}}
+        return [{"step": s, "streams": {"policy:A": {"reward": 1.0 + 0.01 * (s % 3),
+                                                     "pass_rate": 0.3 + 0.01 * s + 0.02 * (s % 2)}}}
                 for s in range(n)]
     short = {r["quantity"].split(", first")[0]: r for r in
              preconditions.learning_rows([_learning_cell(tmp_path / "short", steps(16), model="toy_code")])}

@@ -222,8 +222,8 @@ class CompactQwen3:
 
 
 def _keep_rows(keys, values, keep, written: int):
-    """The cache's rows `keep` (a row may be taken more than once), in new buffers of the same length: only the `written` positions
-    are copied. The rest is uninitialised until written: values there are never read, keys only
+    """The cache's rows `keep` (a row may be taken more than once), in new buffers of the same
+    length: only the `written` positions are copied. The rest is uninitialised until written: values there are never read, keys only
     into score columns that `_layers` cuts away before the softmax."""
     new_keys = keys.new_empty((len(keep),) + keys.shape[1:])
     new_values = values.new_empty((len(keep),) + values.shape[1:])
@@ -322,7 +322,7 @@ def sample_ids(model: CompactQwen3, prompt_ids: list[list[int]], sampling: dict,
         slots = live.nonzero().squeeze(1)
         live_logits = logits[slots]  # draws only for live rows, in row order, as if the batch held no other
         drawn = _next_tokens(live_logits, sampling)
-        tokens = tokens.index_put((slots,), drawn)
+        tokens[slots] = drawn
         drawn_tokens[rows[slots], t] = drawn
         if logprobs is not None:
             temperature = sampling["temperature"] or 1.0

@@ -364,8 +364,9 @@ def stream_verdicts(steps: list[dict]) -> list[dict]:
             v.update(first=d["first"], last=d["last"], difference=d["difference"], ci=d["ci"],
                      p_value=d["p_value"], target=target)
             if target == RISES and min(len(first), len(last)) < RISE_MIN_VALUES:
-                v.update(resolved=False, target=f"cannot resolve a rise: {len(first)} and {len(last)} step values in "
-                                                f"its first and last {span} steps (a rise needs {RISE_MIN_VALUES} each)")
+                v.update(resolved=False,
+                         target=f"cannot resolve a rise: {len(first)} and {len(last)} step values in its first and "
+                                f"last {span} steps (a rise needs {RISE_MIN_VALUES} each)")
                 out.append(v)
                 continue
             if target and d["ci"] is not None:
