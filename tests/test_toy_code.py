@@ -172,12 +172,12 @@ def test_bug_habit_is_a_trained_level4_condition_that_fails_the_tests():
 
 
 def test_code_base_trains_on_code_examples():
-    """`base.domain: code` trains on toy_code examples (a few steps of a tiny model, smoke only)."""
+    """`base.world: code` trains on toy_code examples (a few steps of a tiny model, smoke only)."""
     from agon.toy import sft
     from agon.toy.tokenizer import build_tokenizer
 
     tok = build_tokenizer()
-    cfg = {"domain": "code", "bug_prob": 0.5, "steps": 2, "batch_size": 4, "lr": 0.01, "attempt_prob": 0.4,
+    cfg = {"world": "code", "bug_prob": 0.5, "steps": 2, "batch_size": 4, "lr": 0.01, "attempt_prob": 0.4,
            "attempt_wrong_prob": 0.5, "false_start_prob": 0.15,
            "arch": {"hidden_size": 16, "num_layers": 1, "num_heads": 2, "num_kv_heads": 1,
                     "intermediate_size": 32, "max_positions": 256}}

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Callable
 
 from . import codecontests, deepmath, gsm8k, math500, toy_code, toy_math
+from ..worlds import carries
 from .hub import DataSourceError
 
 Loader = Callable[..., list[dict]]
@@ -16,6 +17,7 @@ Loader = Callable[..., list[dict]]
 SOURCES: dict[str, Loader] = {
     "toy_math": toy_math.load,
     "toy_code": toy_code.load,
+    carries.SOURCE: carries.load,
     "deepmath": deepmath.load,
     "gsm8k": gsm8k.load,
     "math500": math500.load,
@@ -24,7 +26,7 @@ SOURCES: dict[str, Loader] = {
 
 
 # Generated sources draw their pool with the dataset's `seed` (passed as options["seed"]).
-SEEDED = frozenset({"toy_math", "toy_code"})
+SEEDED = frozenset({"toy_math", "toy_code", carries.SOURCE})
 
 
 def load_source(name: str, cfg: dict | None = None, counts: dict | None = None) -> list[dict]:

@@ -42,9 +42,6 @@ def fingerprint(paths) -> str:
     return stable_hash(stats)
 
 
-# A toy base's generator cannot write the other toy domain's prompts: those splits are
-# left out of its inputs (so adding the code domain leaves the math base's job as it was).
-OTHER_TOY_SOURCE = {"math": "toy_code", "code": "toy_math"}
 
 
 class Plan:
@@ -101,9 +98,12 @@ class Plan:
         """The splits a toy base must never have seen, and a pinned base's manifest (a new pin reruns the job)."""
         from ..toy.pinned import MANIFEST
 
-        other = OTHER_TOY_SOURCE[self.config["models"][model]["base"].get("domain", "math")]
+        from .. import worlds
+
+        # the splits of the problems its world's generator writes (another world's cannot leak into it)
+        source = worlds.get(self.config["models"][model]["base"].get("world")).SOURCE
         unseen = [self.layout.split(d, s) for d, spec in self.config["datasets"].items()
-                  if spec["source"] != other for s in ("heldout", "validation")]
+                  if spec["source"] == source for s in ("heldout", "validation")]
         inputs = {"unseen": unseen}
         if self.base_source(model) == "pinned":
             inputs["manifest"] = f"{self.pinned_dir(model)}/{MANIFEST}"

@@ -15,22 +15,21 @@ A reader checks the candidate each rival summary claims first, and answers at on
 when it passes; otherwise it searches the rest. A wrong attempt is a wrong claim or
 an empty summary (a rival that ran out of tokens). Prompts with two attempts (the
 mixture's final stage) are in distribution for this level only.
-`base.domain: code` trains on the code domain's examples instead (sft_code.py).
+The recipe's `world` picks whose examples train the base (agon.worlds: this module is the
+search world's; sft_code.py the code world's; worlds/carries.py holds its own).
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import random
 import time
 
 import torch
 
-from .. import precision, prompts
-from ..data import toy_code, toy_math
+from .. import precision, prompts, worlds
+from ..data import toy_math
 from ..data.toy_math import Step
-from . import sft_code
 
 
 def _corrupt(value: int, rng: random.Random) -> int:
@@ -131,10 +130,6 @@ def example(problem: dict, rng: random.Random, attempt_prob: float, attempt_wron
     return prompts.toy_plain(problem["prompt"]), solution(steps, rng, false_start_prob)
 
 
-# base.domain -> (problem generator, supervised example builder); math is the default.
-DOMAINS = {"math": (toy_math, example), "code": (toy_code, sft_code.example)}
-
-
 def build_model(arch: dict, tokenizer):
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
@@ -203,15 +198,10 @@ def train_base(tokenizer, cfg: dict, exclude_prompts: set[str], seed: int, log=p
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps))
     )
-    # A stream of fresh problems; held-out and validation prompts never appear.
-    source, make_example = DOMAINS[cfg.get("domain", "math")]
-    if cfg.get("domain") == "code":
-        make_example = functools.partial(make_example, bug_prob=cfg.get("bug_prob", 0.0))
-    else:
-        make_example = functools.partial(make_example, two_attempts_prob=cfg.get("two_attempts_prob", 0.0),
-                                         bisect_prob=cfg.get("bisect_prob", 0.0))
+    # A stream of fresh problems from the recipe's world; held-out and validation prompts never appear.
+    world = worlds.get(cfg.get("world"))
     pool_seed = rng.randrange(2**31)
-    stream = (p for p in source.stream(pool_seed, weights=cfg.get("level_weights"))
+    stream = (p for p in world.stream(pool_seed, weights=cfg.get("level_weights"))
               if p["prompt"] not in exclude_prompts)
     model.train()
     start = time.time()
@@ -220,8 +210,7 @@ def train_base(tokenizer, cfg: dict, exclude_prompts: set[str], seed: int, log=p
     for step in range(steps):
         if not buffer:
             buffer = _length_bucketed_batches(
-                [make_example(next(stream), rng, cfg["attempt_prob"], cfg["attempt_wrong_prob"],
-                              cfg["false_start_prob"]) for _ in range(BUCKETS * cfg["batch_size"])],
+                [world.example(next(stream), rng, cfg) for _ in range(BUCKETS * cfg["batch_size"])],
                 cfg["batch_size"], rng)
         ids, mask, labels = encode_batch(tokenizer, buffer.pop())
         with precision.autocast(mixed):

@@ -1,4 +1,4 @@
-"""Supervised data for the toy base of the code domain (`base.domain: code`).
+"""Supervised data for the toy base of the code domain (`base.world: code`, agon.worlds.code).
 
 A completion translates the spec (agon.data.toy_code) piece by piece, then
 writes the program:

@@ -2,7 +2,7 @@
 
 The verifier is chosen by the problem's source (`VERIFIERS`; a source with none
 is an error naming the problem, never a silent 0):
-  exact        toy_math: integers compared as integers (agon.verify.exact);
+  exact        toy_math, toy_carries: integers compared as integers (agon.verify.exact);
   math-verify  deepmath, gsm8k, math500: mathematical equivalence through
                math-verify in a killable worker process (agon.verify.math), one
                worker per process, shared by every Grader;
@@ -59,7 +59,7 @@ TOY_LIMITS = SandboxLimits(cpu_time_s=1, wall_time_s=3.0, memory_bytes=256 << 20
 CODE_SOURCES = ("toy_code", "codecontests")
 MATH_SOURCES = ("deepmath", "gsm8k", "math500")
 # The verifier of each problem source: the one name every stage record carries.
-VERIFIERS = {"toy_math": "exact", **{s: "math-verify" for s in MATH_SOURCES},
+VERIFIERS = {"toy_math": "exact", "toy_carries": "exact", **{s: "math-verify" for s in MATH_SOURCES},
              **{s: "sandbox" for s in CODE_SOURCES}}
 # Verdicts by (program, tests, limits, isolation), shared by every Grader of the process (LRU).
 _VERDICTS: OrderedDict = OrderedDict()
