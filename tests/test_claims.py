@@ -65,6 +65,20 @@ def test_the_other_way_round_is_reversed_and_a_tie_is_not_resolved(tmp_path):
     assert rows[1]["p_value"] == 1.0 and rows[1]["diff"] == 0
 
 
+def test_a_side_at_100_or_0_percent_makes_a_pass_claim_untestable_not_reversed(tmp_path):
+    files = [write(tmp_path, "agon", 0, lambda i: i < 15, benchmark="transfer"),
+             write(tmp_path, "grpo", 0, lambda i: 1, benchmark="transfer"),
+             write(tmp_path, "zero_shot", 0, lambda i: 0, benchmark="transfer")]
+    rows = claims.build_rows(spec({"claim": "Agon transfers better", "a": "agon", "b": "grpo", "expect": "greater",
+                                   "benchmark": "transfer"},
+                                  {"claim": "Agon beats zero-shot", "a": "agon", "b": "zero_shot",
+                                   "expect": "greater", "benchmark": "transfer"}),
+                             tables.index_records(files))
+    assert rows[0]["ci_high"] < 0 and rows[0]["verdict"] == claims.CEILING   # the interval alone says reversed
+    assert rows[1]["ci_low"] > 0 and rows[1]["verdict"] == claims.FLOOR
+    assert "2 untestable here" in claims.notes(spec(seeds=(0,)), rows)[0]
+
+
 def test_a_length_claim_pairs_the_problems_and_uses_a_paired_t_test(tmp_path):
     la, lb = (lambda i: 30 + i % 3), (lambda i: 50 + 2 * (i % 5))
     files = [write(tmp_path, "agon", 0, lambda i: 1, length=la), write(tmp_path, "grpo", 0, lambda i: 0, length=lb)]

@@ -37,6 +37,7 @@ class FakeContext:
                  lengths=None):
         self.method, self.step, self.adapters, self.lam = method, step, adapters, LAM
         self.draft_correct, self.chall_correct, self.lengths = draft_correct, chall_correct, lengths or {}
+        self.reading_pattern = None  # the world's mark of a read that checks the rival's steps
         self.calls = []  # (adapter, tag, prompts)
         self.produced = {}  # tag -> completions
 
@@ -267,6 +268,19 @@ def test_conversion_rate():
     # no wrong rival at all: undefined, reported as None
     _, (_, ch) = _run(_pair(N=N), draft_correct=[1] * 12, chall_correct=chall_correct)
     assert ch.info["conversion_rate"] is None
+
+
+def test_the_share_of_reads_that_check_the_draft_is_logged_where_the_world_marks_them():
+    method = _pair(N=4)
+    ctx = FakeContext(method)
+    ctx.reading_pattern = r"^<think>SECRET-challenger-\d*[02468]-"   # the even rollouts "check"
+    _, ch = methods.pair(ctx, _problems(3))
+    assert ch.info["verifying_share"] == pytest.approx(0.5)
+    _, (_, ch) = _run(method)                                       # no pattern: no metric
+    assert "verifying_share" not in ch.info
+    ctx = FakeContext(_pair(N=4, exchange="hidden"))
+    ctx.reading_pattern = r"SECRET"
+    assert "verifying_share" not in methods.pair(ctx, _problems(3))[1].info   # nothing read: nothing checked
 
 
 # --- grpo ----------------------------------------------------------------------------------------

@@ -17,15 +17,15 @@ def stage(correct, length=10, truncated=False, completion=""):
     return {"correct": int(correct), "length": length, "truncated": truncated, "completion": completion}
 
 
-def write(tmp_path, evaluation, stages_of, seed=0):
+def write(tmp_path, evaluation, stages_of, seed=0, benchmark="heldout"):
     """stages_of(i) -> stage list for problem i; the record's correct/final_length from the last stage."""
     records = []
     for i, pid in enumerate(IDS):
         stages = stages_of(i)
         records.append({"id": pid, "difficulty": 1, "stages": stages, "correct": stages[-1]["correct"],
                         "final_length": stages[-1]["length"], "total_tokens": sum(s["length"] for s in stages),
-                        "evaluation": evaluation, "model": "toy", "seed": seed, "benchmark": "heldout"})
-    path = tmp_path / f"seed{seed}" / f"{evaluation}.heldout.jsonl"
+                        "evaluation": evaluation, "model": "toy", "seed": seed, "benchmark": benchmark})
+    path = tmp_path / f"seed{seed}" / f"{evaluation}.{benchmark}.jsonl"
     io.write_jsonl(path, records)
     return str(path)
 
@@ -288,3 +288,75 @@ def test_a_pass_rate_rise_needs_windows_long_enough_to_resolve_one(tmp_path):
             preconditions.learning_rows([_learning_cell(tmp_path / "long", steps(48), model="toy")])}
     assert long["grpo policy:A: training pass rate"]["target"] == preconditions.RISES
     assert long["grpo policy:A: training pass rate"]["meets"] == "yes"
+
+
+TARGETS = {"solo": [0.25, 0.45], "after_right": [0.55, 0.80], "after_wrong_ratio": [0.4, 0.9],
+           "mixture_gain": [0.05, 0.15], "cascade_gain": [0.0, 0.12], "failure_overlap": [0.55, 1.0],
+           "checkable_wrong": [0.5, 1.0], "verifying_reads": [0.125, 0.5], "transfer_solo": [0.4, 0.7]}
+READING = {"verify": r"^<think>\d+\+\d+=\d+\?", "checkable": r"^\d+\+\d+=\d+(,\d+\+\d+=\d+)*$"}
+
+
+def test_range_targets_reading_rows_transfer_and_reading_after_training(files, tmp_path):
+    """The world's untrained targets as ranges, the reading rows from completions, the transfer set's
+    zero-shot and section 8's cascades after right / wrong drafts beside searching twice."""
+    def draft(i):  # right on p0-p9; wrong drafts p10-p15 state steps, p16-p19 were cut (no summary)
+        text = "<think>1+2=3</think>1+2=3<answer>3</answer>" if i < 16 else "<think>1+2="
+        return stage(i < 10, completion=text)
+
+    def read(i):  # after a right draft right on p0-p6; after a wrong one on p10-p11; p0-p4 check the steps
+        return stage(i < 7 or 10 <= i < 12, completion="<think>1+2=3?ok" if i < 5 else "<think>3")
+    cascade = write(tmp_path, "untrained_cascade", lambda i: [draft(i), read(i)])
+    trained = [write(tmp_path, "agon_ab", lambda i: [stage(i < 12), stage(i < 11 or i == 15)], benchmark=b)
+               for b in ("heldout", "transfer")]
+    transfer = write(tmp_path, "zero_shot", lambda i: [stage(i < 11)], benchmark="transfer")
+    trained.append(write(tmp_path, "untrained_cascade", lambda i: [draft(i), read(i)], benchmark="transfer"))
+    spec = {**SPEC, "targets": TARGETS, "reading": READING, "transfer": "transfer",
+            "reading_cascades": ["untrained_cascade", "agon_ab"]}
+    assert ("agon_ab", "transfer") in preconditions.needs(spec) and ("zero_shot", "transfer") in preconditions.needs(spec)
+    rows = preconditions.build_rows(spec, preconditions.tables.index_records(
+        [f for f in files if "untrained_cascade" not in f] + [cascade, transfer] + trained), [])
+    by = rows_by_quantity(rows)
+    right = by["after reading a right draft's summary"]
+    assert (right["k"], right["n"], right["target"], right["meets"]) == (7, 10, "0.55 - 0.80", "yes")
+    wrong = by["after reading a wrong draft's summary"]   # 2/10 against the independent 4/10: 0.5x
+    assert (wrong["k"], wrong["meets"]) == (2, "yes") and "0.160 - 0.360" in wrong["target"]
+    checkable = by["wrong drafts whose summary states steps to check"]
+    assert (checkable["k"], checkable["n"], checkable["meets"]) == (6, 10, "yes")
+    verify = by["reads that check the rival's steps"]
+    assert (verify["k"], verify["n"], verify["meets"]) == (5, 20, "yes")
+    cascade_row = by["untrained_cascade (untrained cascade)"]   # 9/20 against zero-shot's 10/20
+    assert cascade_row["meets"] == "no" and "gain -0.050" in cascade_row["target"]
+    mixture = by["moa (untrained mixture)"]   # 12/20: +0.10
+    assert mixture["meets"] == "yes"
+    solo = by["zero_shot (the base alone)"]   # 0.50, above 0.45
+    assert (solo["target"], solo["meets"]) == ("0.25 - 0.45", "no")
+    assert by["zero_shot on transfer (the base alone, transfer)"]["k"] == 11
+    overlap = by["step 0 (two base samples): failure overlap (both wrong / either wrong)"]
+    assert overlap["target"].startswith(">= 0.55, interval above independence") and overlap["meets"] == "no"
+    eight = [r for r in rows if r["section"] == "8 reading after training"]
+    assert [r["section"] for r in rows[-len(eight):]] == ["8 reading after training"] * 12  # printed last
+    after = by["agon_ab on transfer: after a wrong draft"]
+    assert (after["k"], after["n"]) == (1, 8)   # p15 of p12-p19
+    final = [r for r in eight if r["quantity"].startswith("agon_ab on heldout: final")][0]
+    assert "0.600 gives 0.840" in final["quantity"] and final["k"] == 12
+
+
+def test_the_reading_gate_needs_the_gate_method_s_challenger_to_read_better(tmp_path):
+    """Section 7: in the `reading_gate` method, the challenger's conversion rate and its share of
+    reads that check the rival's steps must rise; elsewhere they need only not fall."""
+    files = []
+    for method in ("self_refine", "coop"):
+        cell = tmp_path / "train" / "toy" / method / "seed0"
+        io.write_jsonl(cell / "metrics.jsonl", [
+            {"step": s, "streams": {"challenger:A": {"reward": 1.0, "conversion_rate": 0.2 + 0.01 * s + 0.02 * (s % 2),
+                                                     "verifying_share": 0.3 - 0.001 * s + 0.02 * (s % 2)}}}
+            for s in range(48)])
+        io.write_json(cell / "adapters" / "train_summary.json", {"steps": 48})
+        files.append(str(cell / "metrics.jsonl"))
+    rows = preconditions.learning_rows(files, gate="self_refine")
+    gate = [r for r in rows if r["quantity"].startswith("self_refine") and "check the rival" in r["quantity"]]
+    assert gate and gate[0]["target"] == preconditions.RISES and gate[0]["meets"] == "no"   # it fell
+    conversion = [r for r in rows if r["quantity"].startswith("self_refine") and "conversion" in r["quantity"]]
+    assert conversion[0]["target"] == preconditions.RISES and conversion[0]["meets"] == "yes"
+    coop = [r for r in rows if r["quantity"].startswith("coop") and "check the rival" in r["quantity"]]
+    assert coop[0]["target"] == ""

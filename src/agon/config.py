@@ -368,6 +368,11 @@ def _claims_problems(where: str, table: dict, config: dict) -> list[str]:
     return out
 
 
+# Table 0's range targets (agon.report.preconditions): a table's `targets` may set any of them
+TABLE0_TARGETS = ("solo", "after_right", "after_wrong_ratio", "mixture_gain", "cascade_gain", "failure_overlap",
+                  "checkable_wrong", "verifying_reads", "transfer_solo")
+
+
 def _preconditions_problems(where: str, table: dict, config: dict) -> list[str]:
     """Table 0 names evaluations by role; each must exist and be of its role's kind."""
     evaluations = config["evaluations"]
@@ -375,8 +380,24 @@ def _preconditions_problems(where: str, table: dict, config: dict) -> list[str]:
            if k not in table]
     if out:
         return out
-    if table["benchmark"] not in config["benchmarks"]:
-        out.append(f"{where}.benchmark: unknown benchmark {table['benchmark']!r}")
+    for key in ("benchmark", "transfer"):
+        if key in table and table[key] not in config["benchmarks"]:
+            out.append(f"{where}.{key}: unknown benchmark {table[key]!r}")
+    if "reading_gate" in table and table["reading_gate"] not in config["methods"]:
+        out.append(f"{where}.reading_gate: unknown method {table['reading_gate']!r}")
+    for name in table.get("reading_cascades") or []:
+        ev = evaluations.get(name)
+        if ev is None or ev["protocol"] != "cascade":
+            out.append(f"{where}.reading_cascades: {name!r} must be a cascade evaluation")
+    for key, bounds in (table.get("targets") or {}).items():
+        if key not in TABLE0_TARGETS:
+            out.append(f"{where}.targets.{key}: unknown target (known: {', '.join(TABLE0_TARGETS)})")
+        elif bounds[0] > bounds[1]:
+            out.append(f"{where}.targets.{key}: its low end {bounds[0]} is above its high end {bounds[1]}")
+    if any(k in (table.get("targets") or {}) for k in ("checkable_wrong", "verifying_reads")) and "reading" not in table:
+        out.append(f"{where}.targets: checkable_wrong and verifying_reads need '{where}.reading' (their patterns)")
+    if "transfer_solo" in (table.get("targets") or {}) and "transfer" not in table:
+        out.append(f"{where}.targets.transfer_solo needs '{where}.transfer' (the transfer benchmark)")
     want = {"solo": ("single", [None]), "cascade": ("cascade", [None, None]), "mixture": ("moa", [None, None])}
     for key, (protocol, policies) in want.items():
         ev = evaluations.get(table[key])

@@ -80,7 +80,7 @@ def trainer_for(job: Job, base, tokenizer, fmt):
     spec = job.spec
     return Trainer(base, tokenizer, fmt, spec["train"], spec["method"], spec["sampling"], spec["seed"],
                    precision_name=job.precision, backend_factory=lambda model: job.backend(model, tokenizer),
-                   grader=job.grader())
+                   grader=job.grader(), reading_pattern=spec.get("reading_pattern"))
 
 
 def run(spec: dict, train_path: str, out: str, metrics: str, checkpoint_dir: str,

@@ -48,10 +48,10 @@ def table_needs(config: dict, table: str) -> list[tuple[str, str]]:
     if kind == "design" or not table_models(config, table):
         return []
     select_on = t.get("select_on", "validation")
-    if kind == "preconditions":  # Table 0: the evaluations it names, on its benchmark
-        from ..report.preconditions import evaluations
+    if kind == "preconditions":  # Table 0: the evaluations it names, on its benchmark (and its transfer set)
+        from ..report.preconditions import needs
 
-        return [(e, t["benchmark"]) for e in evaluations(t)]
+        return needs(t)
     if kind == "contrasts":  # each contrast's two rows (a pick: its candidates)
         from ..report.contrasts import evaluations
 

@@ -144,6 +144,17 @@ class Plan:
             spec["sandbox"] = self.config["sandbox"]
         return spec
 
+    def reading_pattern(self, model: str) -> dict:
+        """{"reading_pattern": regex} where the model's toy world says what a read that checks the
+        rival's steps looks like (a challenger's training metric, `verifying_share`); else {}."""
+        from .. import worlds
+
+        m = self.config["models"][model]
+        if m["kind"] != "toy":
+            return {}
+        pattern = getattr(worlds.get(m["base"].get("world")), "VERIFY_PATTERN", None)
+        return {"reading_pattern": pattern} if pattern else {}
+
     def compute_spec(self, family: str, model: str) -> dict:
         """Where and how a job computes: the `generation` section as its family and model read it and `device`,
         each when the config has it (absent: the transformers backend; device auto, src/agon/device.py),
@@ -187,6 +198,7 @@ class Plan:
             **self.model_spec(model),
             "method": self.config["methods"][method],
             "train": self.model_train(model),
+            **self.reading_pattern(model),
             **self._job(model, "train", "train", seed),
             # only when set, so that the jobs of a config without loggers keep their params
             # (files under results/<run>/loggers/: not declared outputs, like checkpoints)

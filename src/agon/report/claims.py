@@ -26,7 +26,9 @@ and a paired test:
 The verdict is read from the interval alone: *holds* when it lies wholly on the claim's
 side of zero (for `at_most`: wholly below zero, i.e. a is worse, so "no better" is shown,
 not assumed), *reversed* when it lies wholly on the other side, and otherwise *not
-resolved at this sample size*. No margin is invented: a difference the interval cannot
+resolved at this sample size*; a pass-rate claim with either side at 100% or 0% reads
+*untestable here (ceiling)* or *(floor)*, since no interval could show the paper's direction
+there. No margin is invented: a difference the interval cannot
 place is not called either way.
 """
 
@@ -48,6 +50,7 @@ from . import tables
 MEASURES = ("pass", "length", "rival_length")
 EXPECTS = ("greater", "less", "at_most")
 HOLDS, REVERSED, UNRESOLVED = "holds", "reversed", "not resolved at this sample size"
+CEILING, FLOOR = "untestable here (ceiling)", "untestable here (floor)"
 PAPER_FIELD = {"pass": "pass_at_1", "length": "mean_length"}
 
 COLUMNS = ["claim", "model", "measure", "a", "b", "benchmark", "expect", "seeds", "a_value", "b_value", "diff",
@@ -77,6 +80,16 @@ def verdict(expect: str, low: float | None, high: float | None) -> str:
     if expect in ("less", "at_most"):
         return HOLDS if below else REVERSED if above else UNRESOLVED
     raise ValueError(f"claims: unknown expect {expect!r} (one of {', '.join(EXPECTS)})")
+
+
+def bounded(measure: str, pooled_a: list[float], pooled_b: list[float]) -> str | None:
+    """A pass-rate claim one of whose sides is at 100% (ceiling) or 0% (floor): the difference
+    there is bounded by construction, so it cannot show the paper's direction, whatever the
+    interval says. None for a length claim or a pass claim with room on both sides."""
+    if measure != "pass" or not pooled_a or not pooled_b:
+        return None
+    rates = (statistics.fmean(pooled_a), statistics.fmean(pooled_b))
+    return CEILING if 1.0 in rates else FLOOR if 0.0 in rates else None
 
 
 def _lengths_by_id(records_a: list[dict], records_b: list[dict]) -> tuple[list[float], list[float]]:
@@ -155,7 +168,8 @@ def _one_claim(index, spec: dict, claim: dict, model: str) -> dict:
             "expect": claim["expect"], "seeds": " ".join(map(str, seeds)),
             "a_value": _mean(a_values), "b_value": _mean(b_values),
             "diff": _mean(diffs), "ci_low": low, "ci_high": high, "test": test_name,
-            "p_value": p, "n": n, "paper": "", "verdict": verdict(claim["expect"], low, high),
+            "p_value": p, "n": n, "paper": "",
+            "verdict": bounded(measure, pooled_a, pooled_b) or verdict(claim["expect"], low, high),
             "selected": "; ".join(chosen)}
 
 
@@ -250,13 +264,16 @@ def notes(spec: dict, rows: list[dict]) -> list[str]:
     seeds = spec["seeds"]
     how = (f"the 95% interval is a Student-t interval of the mean over the {len(seeds)} seeds"
            if len(seeds) > 1 else "the 95% interval is over problems (one seed: run-to-run noise is not in it)")
-    counts = {v: sum(r["verdict"] == v for r in rows) for v in (HOLDS, REVERSED, UNRESOLVED)}
+    counts = {v: sum(r["verdict"] == v for r in rows) for v in (HOLDS, REVERSED, UNRESOLVED, CEILING, FLOOR)}
+    bounded_ = counts[CEILING] + counts[FLOOR]
     out = [f"Verdicts: {counts[HOLDS]} hold, {counts[REVERSED]} reversed, {counts[UNRESOLVED]} not resolved "
-           f"at this sample size, of {len(rows)}.",
+           f"at this sample size" + (f", {bounded_} untestable here (a side at 100% or 0%)" if bounded_ else "")
+           + f", of {len(rows)}.",
            f"Each claim is the paper's, with its direction; ours is a - b on the same problems; {how}. "
            "The verdict reads the interval only: holds (wholly on the claim's side of 0; for 'no better', "
            "wholly below 0), reversed (wholly on the other side), else not resolved at this sample size "
-           "(src/agon/report/claims.py). With no equivalence margin, a 'no better' claim whose rows tie "
+           "(src/agon/report/claims.py). A pass-rate claim with a side at 100% or 0% is untestable here "
+           "(ceiling or floor): its difference is bounded by construction. With no equivalence margin, a 'no better' claim whose rows tie "
            "reads as not resolved.",
            "A pair's row uses the cascade direction chosen on "
            f"{spec.get('select_on', 'validation')}, per seed; the paper chose its direction on held-out."]

@@ -71,7 +71,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .. import io
+from .. import io, prompts
 from ..evaluate.records import index_records, records_for
 from ..evaluate.stats import clopper_pearson, mcnemar_exact
 from . import numbers, tables
@@ -83,7 +83,6 @@ COLUMNS = ["section", "quantity", "model", "seed", "k", "n", "first", "last", "v
            "target", "meets", "p_value"]
 KEYS = ("solo", "cascade", "mixture")
 SOLO_RANGE = (0.30, 0.55)  # headroom for RL, and enough right answers for a reward signal
-SOLO_RANGE_TEXT = f"{SOLO_RANGE[0]:.2f} - {SOLO_RANGE[1]:.2f}"
 
 
 def evaluations(spec: dict) -> list[str]:
@@ -91,7 +90,24 @@ def evaluations(spec: dict) -> list[str]:
     names = [spec[k] for k in KEYS] + [e for pair in (spec.get("pairs") or {}).values() for e in pair]
     if spec.get("reference"):
         names.append(spec["reference"])
-    return list(dict.fromkeys(names))
+    return list(dict.fromkeys(names + list(spec.get("reading_cascades") or [])))
+
+
+def needs(spec: dict) -> list[tuple[str, str]]:
+    """(evaluation, benchmark) pairs the table reads: every evaluation on its benchmark; on the
+    `transfer` benchmark, zero-shot (section 2) and the reading cascades (section 8)."""
+    out = [(e, spec["benchmark"]) for e in evaluations(spec)]
+    if spec.get("transfer"):
+        out += [(e, spec["transfer"]) for e in [spec["solo"], *(spec.get("reading_cascades") or [])]]
+    return list(dict.fromkeys(out))
+
+
+def _range_text(low, high, fmt=lambda x: numbers.fixed(x, 2)) -> str:
+    return f"{fmt(low)} - {fmt(high)}"
+
+
+def _inside(value, bounds) -> bool:
+    return bounds[0] <= value <= bounds[1]
 
 
 def _by_id(records: list[dict]) -> dict:
@@ -117,8 +133,12 @@ def _stage_correct(record: dict, stage: int) -> int:
     return int(stages[stage]["correct"])
 
 
-def rival_rows(model, seed, cascade: list[dict], mixture: list[dict]) -> list[dict]:
-    """Section 1: the base after reading a right / wrong draft, beside an independent sample."""
+def rival_rows(model, seed, cascade: list[dict], mixture: list[dict], targets: dict | None = None,
+               reading: dict | None = None) -> list[dict]:
+    """Section 1: the base after reading a right / wrong draft, beside an independent sample;
+    with `reading` patterns, its wrong drafts that state steps to check and its reads that check them.
+    `targets` (a table's `targets`) replaces the default targets by ranges."""
+    targets = targets or {}
     other = _by_id(mixture)
     rows = []
     for right in (1, 0):
@@ -128,7 +148,15 @@ def rival_rows(model, seed, cascade: list[dict], mixture: list[dict]) -> list[di
         what = "right" if right else "wrong"
         alone_row = _fraction("1 reading a rival", f"alone on the problems whose draft was {what}", model, seed,
                               alone, len(subset))
-        if right:
+        if right and "after_right" in targets:
+            bounds = targets["after_right"]
+            target, meets = _range_text(*bounds), _inside(after / len(subset), bounds) if subset else None
+        elif not right and "after_wrong_ratio" in targets and subset:
+            low, high = (x * alone_row["value"] for x in targets["after_wrong_ratio"])
+            target = (f"{_range_text(*targets['after_wrong_ratio'])}x the independent sample "
+                      f"({_range_text(low, high, lambda x: numbers.fixed(x, 3))})")
+            meets = low <= after / len(subset) <= high
+        elif right:
             target, meets = ">= 0.90", (after / len(subset) >= 0.90) if subset else None
         else:
             half = alone_row["value"] / 2 if subset else None
@@ -138,22 +166,97 @@ def rival_rows(model, seed, cascade: list[dict], mixture: list[dict]) -> list[di
         rows.append(_fraction("1 reading a rival", f"after reading a {what} draft's summary", model, seed, after,
                               len(subset), target, meets))
         rows.append(alone_row)
+    if reading:
+        rows += reading_habit_rows(model, seed, cascade, reading, targets)
     return rows
 
 
-def protocol_rows(model, seed, solo, cascade, mixture, names) -> list[dict]:
-    """Section 2: the untrained two-pass protocols against the base alone."""
+def _target(targets: dict, key: str, value) -> tuple[str, bool | None]:
+    """A range target's text and whether `value` meets it ("" and None where none is set)."""
+    if key not in targets:
+        return "", None
+    return _range_text(*targets[key]), (None if value is None else _inside(value, targets[key]))
+
+
+def reading_habit_rows(model, seed, cascade: list[dict], reading: dict, targets: dict) -> list[dict]:
+    """Section 1: whether a wrong draft gives a reader something to check (its summary states worked
+    steps: `reading.checkable`), and how often the reader checks the rival's steps (`reading.verify`,
+    on the final stage's completion) rather than copying or ignoring them."""
+    checkable, verify = re.compile(reading["checkable"]), re.compile(reading["verify"])
+    wrong = [r["stages"][0] for r in cascade if not r["stages"][0]["correct"]]
+    for s in wrong:
+        if "completion" not in s:
+            raise ValueError(f"record of {cascade[0].get('evaluation')!r}: a draft stage has no completion")
+    k = sum(bool(checkable.search(prompts.summary(s["completion"]))) for s in wrong)
+    text, meets = _target(targets, "checkable_wrong", k / len(wrong) if wrong else None)
+    rows = [_fraction("1 reading a rival", "wrong drafts whose summary states steps to check", model, seed, k,
+                      len(wrong), text, meets)]
+    k = sum(bool(verify.search(r["stages"][-1]["completion"])) for r in cascade)
+    text, meets = _target(targets, "verifying_reads", k / len(cascade) if cascade else None)
+    rows.append(_fraction("1 reading a rival", "reads that check the rival's steps", model, seed, k, len(cascade),
+                          text, meets))
+    return rows
+
+
+def protocol_rows(model, seed, solo, cascade, mixture, names, targets: dict | None = None) -> list[dict]:
+    """Section 2: the untrained two-pass protocols against the base alone. With `targets`, each
+    protocol's gain over the base alone (`cascade_gain`, `mixture_gain`) must lie in its range."""
+    targets = targets or {}
     base = _by_id(solo)
     k = _right(solo)
+    bounds = targets.get("solo", SOLO_RANGE)
     rows = [_fraction("2 protocols", f"{names['solo']} (the base alone)", model, seed, k, len(solo),
-                      SOLO_RANGE_TEXT, SOLO_RANGE[0] <= k / len(solo) <= SOLO_RANGE[1] if solo else None)]
+                      _range_text(*bounds), _inside(k / len(solo), bounds) if solo else None)]
     for key, records in (("cascade", cascade), ("mixture", mixture)):
         test = mcnemar_exact([int(base[r["id"]]["correct"]) for r in records], [int(r["correct"]) for r in records])
         k = _right(records)
-        better = k / len(records) > rows[0]["value"]
+        gain = k / len(records) - rows[0]["value"]
+        if f"{key}_gain" in targets:
+            bounds = targets[f"{key}_gain"]
+            target = (f"{names['solo']} {numbers.fixed(bounds[0], 2, sign=True)} to "
+                      f"{numbers.fixed(bounds[1], 2, sign=True)} (gain {numbers.fixed(gain, 3, sign=True)})")
+            meets = _inside(gain, bounds)
+        else:
+            target, meets = (f"> {names['solo']}", gain > 0) if key == "mixture" else (None, None)
         rows.append(_fraction("2 protocols", f"{names[key]} (untrained {key})", model, seed, k, len(records),
-                              f"> {names['solo']}" if key == "mixture" else None,
-                              better if key == "mixture" else None, test["p_value"]))
+                              target, meets, test["p_value"]))
+    return rows
+
+
+def transfer_row(model, seed, name: str, benchmark: str, records: list[dict], targets: dict) -> dict:
+    """Section 2: the base alone on the transfer set (a form its supervised data never held)."""
+    k = _right(records)
+    text, meets = _target(targets, "transfer_solo", k / len(records) if records else None)
+    return _fraction("2 protocols", f"{name} on {benchmark} (the base alone, transfer)", model, seed, k,
+                     len(records), text, meets)
+
+
+def overlap_target(rows: list[dict], targets: dict) -> None:
+    """Section 3, step 0: the failure overlap of two base samples against `failure_overlap`'s floor
+    and what independence predicts from their pass rates, (1-a)(1-b) / (1 - ab): hardness that
+    belongs to the problem puts the interval above it (the rows are `pair_rows`' four, in order)."""
+    if "failure_overlap" not in targets:
+        return
+    a, b, _, overlap = rows
+    independent = (1 - a["value"]) * (1 - b["value"]) / (1 - a["value"] * b["value"])
+    low = targets["failure_overlap"][0]
+    overlap["target"] = f">= {numbers.fixed(low, 2)}, interval above independence ({numbers.fixed(independent, 3)})"
+    overlap["meets"] = "yes" if overlap["value"] >= low and overlap["ci_low"] > independent else "no"
+
+
+def reading_rows(model, seed, name: str, benchmark: str, records: list[dict]) -> list[dict]:
+    """Section 8: a cascade's final stage after a right and after a wrong draft, and the cascade beside
+    what a second independent search from its drafter's single pass p would give, 1 - (1 - p)^2: a
+    two-pass protocol that does no more than search twice lands on it."""
+    section, rows = "8 reading after training", []
+    for right in (1, 0):
+        subset = [r for r in records if _stage_correct(r, 0) == right]
+        rows.append(_fraction(section, f"{name} on {benchmark}: after a {'right' if right else 'wrong'} draft", model,
+                              seed, sum(_stage_correct(r, 1) for r in subset), len(subset)))
+    p = sum(_stage_correct(r, 0) for r in records) / len(records) if records else 0.0
+    rows.append(_fraction(section, f"{name} on {benchmark}: final (searching twice from its draft's "
+                                   f"{numbers.fixed(p, 3)} gives {numbers.fixed(1 - (1 - p) ** 2, 3)})",
+                          model, seed, _right(records), len(records)))
     return rows
 
 
@@ -306,7 +409,11 @@ def training_length_rows(metrics_files: list[str]) -> list[dict]:
 # roles), leaves a quarter too few values for an interval worth the name: the windows then widen,
 # up to halves, until each holds MIN_VALUES; a stream that has fewer even then gets its means and
 # no verdict, and its row says so.
-LEARNING_METRICS = (("reward", "reward"), ("pass_rate", "pass rate"), ("conversion_rate", "conversion rate"))
+LEARNING_METRICS = (("reward", "reward"), ("pass_rate", "pass rate"), ("conversion_rate", "conversion rate"),
+                    ("verifying_share", "share of reads that check the rival's steps"))
+# The reading gate: in the table's `reading_gate` method (a single-adapter reading control), the
+# challenger's conversion rate and its share of reads that check the rival's steps must both rise.
+GATE_METRICS = ("conversion_rate", "verifying_share")
 RISES, HOLDS = "rises (interval above 0)", "does not fall (interval not below 0)"
 MIN_VALUES = 4  # per window: Welch's t on fewer than 4 and 4 values has 6 degrees of freedom or less
 # A rise needs more: GRPO's pass rate in the default's math cell rose +0.061 with an interval of
@@ -329,12 +436,13 @@ def _window(at: list[int], total: int) -> int:
     return span
 
 
-def stream_verdicts(steps: list[dict]) -> list[dict]:
+def stream_verdicts(steps: list[dict], gate: bool = False) -> list[dict]:
     """Section 7 for one cell: per stream and metric of LEARNING_METRICS, its windows, their means,
     the difference's interval and the verdict against its target (what Table 0 prints and the
     training-curves figure marks). Keys: stream, metric, label, span (steps per window), widened
     (wider than a quarter), windows ((first, last) step of each), n_first / n_last (values in each), first, last, difference,
-    ci ((low, high) or None), p_value, target, meets ("yes", "no" or ""), resolved."""
+    ci ((low, high) or None), p_value, target, meets ("yes", "no" or ""), resolved. `gate`: the cell is the
+    reading gate's, whose challenger metrics of GATE_METRICS must rise."""
     from ..evaluate.stats import welch_difference
 
     total, quarter, out = len(steps), len(steps) // 4, []
@@ -351,8 +459,9 @@ def stream_verdicts(steps: list[dict]) -> list[dict]:
                  "windows": ((0, span - 1), (total - span, total - 1)), "n_first": len(first), "n_last": len(last),
                  "first": _mean(first), "last": _mean(last), "difference": None, "ci": None, "p_value": None,
                  "meets": "", "resolved": min(len(first), len(last)) >= MIN_VALUES}
-            target = RISES if (key == "pass_rate" and stream.startswith("policy:")) else (
-                HOLDS if key in ("reward", "conversion_rate") else "")
+            rises = (key == "pass_rate" and stream.startswith("policy:")) or (
+                gate and key in GATE_METRICS and stream.startswith("challenger:"))
+            target = RISES if rises else HOLDS if key in ("reward", "conversion_rate") else ""
             if not v["resolved"]:
                 v["target"] = (f"cannot resolve: {len(first)} and {len(last)} step values in its first and last "
                                f"{span} steps (a verdict needs {MIN_VALUES} each)")
@@ -375,15 +484,16 @@ def stream_verdicts(steps: list[dict]) -> list[dict]:
     return out
 
 
-def learning_rows(metrics_files: list[str]) -> list[dict]:
+def learning_rows(metrics_files: list[str], gate: str | None = None) -> list[dict]:
     """Section 7: did RL learn? Each stream's training reward, pass rate and (challengers)
     conversion rate, first quarter -> last quarter of its steps (stream_verdicts), with the
     difference's interval. Targets: no stream's reward or conversion rate falls; a lone policy's
-    (GRPO's) pass rate rises. A stream too short for a verdict says so in its row."""
+    (GRPO's) pass rate rises; in the `gate` method, the challenger's conversion rate and share of
+    reads that check the rival's steps rise. A stream too short for a verdict says so in its row."""
     rows = []
     for path in sorted(metrics_files):
         model, method, seed, steps = cell_steps(path)
-        for v in stream_verdicts(steps):
+        for v in stream_verdicts(steps, gate=method == gate):
             widened = " (widened: a quarter held too few of its values)" if v["widened"] else ""
             rows.append({"section": "7 RL learned", "model": model, "seed": seed,
                          "quantity": f"{method} {v['stream']}: training {v['label']}, first -> last {v['span']} "
@@ -398,20 +508,28 @@ def build_rows(spec: dict, index, metrics_files: list[str]) -> list[dict]:
     names = {k: spec[k] for k in KEYS}
     bench = spec["benchmark"]
     reference, seeds = spec.get("reference"), spec["seeds"]
-    rows, habits = [], []  # section 6 prints after section 5
+    targets, transfer = spec.get("targets") or {}, spec.get("transfer")
+    rows, habits, reading = [], [], []  # section 6 prints after section 5, section 8 last
     for model in spec["models"]:
         if model in spec.get("absent_models", []):
             continue
         for seed in seeds:
             get = lambda e: records_for(index, model, e, seed, bench)  # noqa: E731
             solo, cascade, mixture = get(names["solo"]), get(names["cascade"]), get(names["mixture"])
-            rows += rival_rows(model, seed, cascade, mixture)
-            rows += protocol_rows(model, seed, solo, cascade, mixture, names)
+            rows += rival_rows(model, seed, cascade, mixture, targets, spec.get("reading"))
+            rows += protocol_rows(model, seed, solo, cascade, mixture, names, targets)
+            if transfer:
+                rows.append(transfer_row(model, seed, names["solo"], transfer,
+                                         records_for(index, model, names["solo"], seed, transfer), targets))
             step0 = [[int(r["stages"][0]["correct"]) for r in solo]]
             other = _by_id(mixture)
             step0.append([_stage_correct(other[r["id"]], 1) for r in solo])
             rows += pair_rows("step 0 (two base samples)", model, seed, ("sample 1", step0[0]),
                               ("sample 2", step0[1]))
+            overlap_target(rows[-4:], targets)
+            for name in spec.get("reading_cascades") or []:
+                for where in [bench] + ([transfer] if transfer else []):
+                    reading += reading_rows(model, seed, name, where, records_for(index, model, name, seed, where))
             for pair, (ea, eb) in (spec.get("pairs") or {}).items():
                 right_a, right_b = _aligned(get(ea), get(eb))
                 rows += pair_rows(f"{pair}, trained", model, seed, (ea, right_a), (eb, right_b))
@@ -425,7 +543,7 @@ def build_rows(spec: dict, index, metrics_files: list[str]) -> list[dict]:
             right_a, right_b = _aligned(*(records_for(index, model, reference, s, bench) for s in seeds[:2]))
             rows += pair_rows(f"{reference}, two seeds (reference)", model, f"{seeds[0]},{seeds[1]}",
                               (f"seed {seeds[0]}", right_a), (f"seed {seeds[1]}", right_b))
-    return rows + training_length_rows(metrics_files) + habits + learning_rows(metrics_files)
+    return rows + training_length_rows(metrics_files) + habits + learning_rows(metrics_files, spec.get("reading_gate")) + reading
 
 
 def _cell(x, digits=3) -> str:

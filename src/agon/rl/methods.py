@@ -27,6 +27,7 @@ Built-in kinds (config `kind`):
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -111,6 +112,9 @@ def pair(ctx, problems: list[dict]) -> list[Stream]:
         converted += c_b * (1 - c_a[a])
     rivals_wrong = sum(1 - c_a[a] for a in rival)
     info = {"conversion_rate": converted / rivals_wrong if rivals_wrong else None}
+    if ctx.reading_pattern and exchange == "visible":  # how often the challenger checks the draft's steps
+        checks = re.compile(ctx.reading_pattern)
+        info["verifying_share"] = sum(bool(checks.search(b.text)) for b in chall) / len(chall)
     if exchange == "shared":
         info.update(shared_rival_gap(chall_rewards, [rewards.cooperative(c, phi, ctx.lam) for c, phi in chall_grades],
                                      group_ids))

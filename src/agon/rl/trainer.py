@@ -58,6 +58,7 @@ class StepContext:
     step: int
     seed: int
     adapters: tuple[str, ...]
+    reading_pattern: str | None = None  # a read that checks the rival's steps (the world's), if known
 
     def sample(self, adapter: str, prompt_texts: list[str], tag: str):
         # each text as the model's turn reads: after the template's prefill, if any (fmt.prefill)
@@ -92,13 +93,14 @@ def probe_rows(n: int, k: int) -> list[int]:
 class Trainer:
     def __init__(self, base, tokenizer, fmt: prompts.PromptFormat, train_cfg: dict, method: dict,
                  sampling: dict, seed: int, precision_name: str = "fp32", backend_factory=None,
-                 grader: Grader | None = None):
+                 grader: Grader | None = None, reading_pattern: str | None = None):
         """`precision_name` is resolved ('bf16' | 'fp32', see precision.py);
+        `reading_pattern` (a toy world's) marks a challenger's reads that check the rival's steps;
         `backend_factory(peft_model)` builds the generation backend (default:
         transformers generation over this trainer's adapters)."""
         self.tokenizer, self.fmt, self.cfg, self.method, self.sampling, self.seed = (
             tokenizer, fmt, train_cfg, method, sampling, seed)
-        self.precision = precision_name
+        self.precision, self.reading_pattern = precision_name, reading_pattern
         self.method_fn = methods_mod.kind_of(method["kind"]).step
         self.adapters = methods_mod.adapters_for(method)
         init = {"A": train_cfg["adapter_a_init_sigma"] if len(self.adapters) == 2 else 0.0, "B": 0.0}
@@ -220,7 +222,8 @@ class Trainer:
     def train_step(self, problems: list[dict], schedulers) -> dict:
         t0 = time.time()
         ctx = StepContext(self.policies, self.backend, self.fmt, self.grader, self.method,
-                          self.sampling, self.cfg["lam"], self.step, self.seed, self.adapters)
+                          self.sampling, self.cfg["lam"], self.step, self.seed, self.adapters,
+                          self.reading_pattern)
         self.policies.model.eval()
         streams = self.method_fn(ctx, problems)
         release = getattr(self.backend, "release_memory", None)
