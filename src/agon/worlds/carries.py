@@ -16,14 +16,20 @@ the recipe sets (`copy_prob`, `verify_prob`; the rest ignore):
   copy     take the rival's summary and answer as they are: `<think></think>` + its summary;
   ignore   solve the problem afresh, the rival unread (a plain solution, slips and all);
   verify   check the rival's steps in order, each redone carefully (no slip):
-           `12+19=21?2+9=11,1+1+1=3 no;` then solve on from the corrected value; a step that
-           checks out reads ` ok;`. The habit that pays, and the one RL can sharpen.
+           `?12+19=21:2+9=11,1+1+1=3 no;` then solve on from the corrected value; a step that
+           checks out reads ` ok;`. The habit that pays, and the one RL can sharpen. A read's
+           first token names its habit (`</think>`, `?` or a digit), so the base learns the
+           shares as the data has them (with digits for both checking and solving, a first base
+           put too little weight on checking: docs/toy-world.md, "Choosing the carries base").
 Prompts with two `R:` lines (the mixture's final pass) are rare (`two_attempts_prob`).
 
 Levels are carry counts (0-3); `terms` is how many numbers a chain adds. The transfer set
-is a shifted form: chains of five terms (`TRANSFER_TERMS`), one step longer than any the
-supervised stream holds (`SUPERVISED_TERMS`); `supervised_form` says which forms are
-trained, and tests/test_worlds.py checks that no transfer form appears in the stream.
+is a form no other split and no supervised example holds: chains with a repeated-digit term
+(11, 22 or 33, `REPDIGITS`), which every other chain leaves out (`form: transfer` draws them).
+The base has seen each of those digits in each column, never these terms in a problem: a
+shift it can partly bridge. Longer chains and larger terms it cannot (0 of 200 each on a
+first base: docs/toy-world.md). `supervised_form` says which problems the supervised stream
+may hold, and tests/test_worlds.py checks that no transfer problem is among them.
 """
 
 from __future__ import annotations
@@ -41,9 +47,10 @@ LEVELS = (0, 1, 2, 3)               # carries in a chain (a 4-term chain has 3 a
 TERM_RANGE = (10, 39)               # every term is a two-digit number in this range
 LIMIT = 100                         # every running total stays below: two columns
 SUPERVISED_TERMS = (2, 3, 4)        # the chain lengths the base's supervised stream holds
-TRANSFER_TERMS = (5,)               # the shifted form the transfer set uses, never supervised
+REPDIGITS = (11, 22, 33)            # terms only the transfer form uses
+FORMS = ("plain", "transfer")       # plain: no repdigit term (every split but transfer); transfer: one at least
 # Table 0's markers for this world (config.yaml's table0_preconditions names the same):
-VERIFY_PATTERN = r"^<think>\d+\+\d+=\d+\?"        # a read that checks the rival's first step
+VERIFY_PATTERN = r"^<think>\?\d+\+\d+=\d+:"        # a read that checks the rival's first step
 CHECKABLE_PATTERN = r"^\d+\+\d+=\d+(,\d+\+\d+=\d+)*$"  # a summary of worked steps
 RETRACTION = " no;"
 
@@ -95,14 +102,20 @@ def written_value(left: int, right: int, carry: int) -> int:
     return (left // 10 + right // 10 + carry) * 10 + (left % 10 + right % 10) % 10
 
 
-def draw(rng: random.Random, n_terms: int, level: int) -> Chain | None:
-    """A chain of `n_terms` terms with exactly `level` carries, or None (after 200 draws)."""
+def form(chain: Chain) -> str:
+    return "transfer" if set(chain.terms) & set(REPDIGITS) else "plain"
+
+
+def draw(rng: random.Random, n_terms: int, level: int, of_form: str = "plain") -> Chain | None:
+    """A chain of `n_terms` terms of form `of_form` with exactly `level` carries, or None (after 400 draws)."""
     if level > n_terms - 1:
         return None
-    for _ in range(200):
+    for _ in range(400):
         terms = [rng.randint(*TERM_RANGE) for _ in range(n_terms)]
+        if of_form == "transfer":
+            terms[rng.randrange(n_terms)] = rng.choice(REPDIGITS)
         chain = Chain(tuple(terms))
-        if chain.answer < LIMIT and chain.carries == level:
+        if chain.answer < LIMIT and chain.carries == level and form(chain) == of_form:
             return chain
     return None
 
@@ -112,37 +125,40 @@ def _problem(index: int, chain: Chain) -> dict:
             "difficulty": chain.carries, "terms": len(chain.terms), "source": SOURCE}
 
 
-def stream(seed: int, levels=LEVELS, weights=None, terms=SUPERVISED_TERMS):
+def stream(seed: int, levels=LEVELS, weights=None, terms=SUPERVISED_TERMS, of_form="plain"):
     """Endless chains with repeats allowed: a carry count by `weights`, a length from `terms`
     that can hold it, then terms drawn until the chain has exactly that many carries."""
     terms = tuple(terms)
+    if of_form not in FORMS:
+        raise ValueError(f"{SOURCE}: unknown form {of_form!r} under datasets.<name>.options; known: {list(FORMS)}")
 
     def make(index: int, level: int, rng: random.Random) -> dict:
         while True:
             fits = [n for n in terms if n - 1 >= level]
             if not fits:
                 raise ValueError(f"toy_carries: no chain of {list(terms)} terms has {level} carries")
-            chain = draw(rng, rng.choice(fits), level)
+            chain = draw(rng, rng.choice(fits), level, of_form)
             if chain is not None:
                 return _problem(index, chain)
 
     return generated.stream(seed, levels, weights, make)
 
 
-OPTIONS = ("pool_size", "levels", "weights", "terms")
+OPTIONS = ("pool_size", "levels", "weights", "terms", "form")
 
 
 def load(cfg: dict, counts: dict | None = None) -> list[dict]:
     """`pool_size` distinct chains drawn with `seed`: `levels` (carry counts, default all),
-    `weights` over them, `terms` (chain lengths, default the supervised ones)."""
+    `weights` over them, `terms` (chain lengths, default the supervised ones), `form` (plain,
+    the default, or transfer)."""
     unknown = sorted(set(cfg) - set(OPTIONS) - {"seed"})
     if unknown:
         raise ValueError(f"{SOURCE}: unknown option(s) {unknown} under datasets.<name>.options; known: {list(OPTIONS)}")
     if "pool_size" not in cfg:
         raise ValueError(f"{SOURCE}: datasets.<name>.options.pool_size is required")
     levels = cfg.get("levels", LEVELS)
-    pool = generated.distinct(stream(cfg["seed"], levels, cfg.get("weights"), cfg.get("terms", SUPERVISED_TERMS)),
-                              cfg["pool_size"], SOURCE, levels)
+    pool = generated.distinct(stream(cfg["seed"], levels, cfg.get("weights"), cfg.get("terms", SUPERVISED_TERMS),
+                                     cfg.get("form", "plain")), cfg["pool_size"], SOURCE, levels)
     if counts is not None:
         counts["generated"] = len(pool)
     return pool
@@ -150,7 +166,8 @@ def load(cfg: dict, counts: dict | None = None) -> list[dict]:
 
 def supervised_form(problem: dict) -> bool:
     """Whether a problem has a form the base's supervised stream holds (the transfer set must not)."""
-    return len(Chain.parse(problem["prompt"]).terms) in SUPERVISED_TERMS
+    chain = Chain.parse(problem["prompt"])
+    return len(chain.terms) in SUPERVISED_TERMS and form(chain) == "plain"
 
 
 # --- completions ---------------------------------------------------------------------------
@@ -208,7 +225,7 @@ def verify(chain: Chain, rng: random.Random, slip_prob: float, summary: str) -> 
             break
         value = left + right
         ok = stated[i][2] == value
-        parts.append(f"{left}+{right}={stated[i][2]}?{columns(left, right, int(carries(left, right)))}"
+        parts.append(f"?{left}+{right}={stated[i][2]}:{columns(left, right, int(carries(left, right)))}"
                      f"{' ok' if ok else ' no'}")
         written.append((left, right, value))
         if not ok:
