@@ -20,7 +20,7 @@ the recipe sets (`copy_prob`, `verify_prob`; the rest ignore):
            checks out reads ` ok;`. The habit that pays, and the one RL can sharpen. A read's
            first token names its habit (`</think>`, `?` or a digit), so the base learns the
            shares as the data has them (with digits for both checking and solving, a first base
-           put too little weight on checking: docs/toy-world.md, "Choosing the carries base").
+           put too little weight on checking: docs/toy-world.md, "Choosing its base").
 Prompts with two `R:` lines (the mixture's final pass) are rare (`two_attempts_prob`).
 
 Levels are carry counts (0-3); `terms` is how many numbers a chain adds. The transfer set
@@ -52,7 +52,6 @@ FORMS = ("plain", "transfer")       # plain: no repdigit term (every split but t
 # Table 0's markers for this world (config.yaml's table0_preconditions names the same):
 VERIFY_PATTERN = r"^<think>\?\d+\+\d+=\d+:"        # a read that checks the rival's first step
 CHECKABLE_PATTERN = r"^\d+\+\d+=\d+(,\d+\+\d+=\d+)*$"  # a summary of worked steps
-RETRACTION = " no;"
 
 
 @dataclass(frozen=True)
@@ -84,10 +83,10 @@ class Chain:
 
     @property
     def carries(self) -> int:
-        return sum(carries(left, right) for left, right in self.steps())
+        return sum(has_carry(left, right) for left, right in self.steps())
 
 
-def carries(left: int, right: int) -> bool:
+def has_carry(left: int, right: int) -> bool:
     return left % 10 + right % 10 >= 10
 
 
@@ -180,7 +179,7 @@ def solve(chain: Chain, rng: random.Random, slip_prob: float, start: int = 0,
     total = chain.terms[0] if total is None else total
     parts, written = [], []
     for term in chain.terms[start + 1:]:
-        carry = int(carries(total, term))
+        carry = int(has_carry(total, term))
         if carry and rng.random() < slip_prob:
             carry = 0
         value = written_value(total, term, carry)
@@ -225,7 +224,7 @@ def verify(chain: Chain, rng: random.Random, slip_prob: float, summary: str) -> 
             break
         value = left + right
         ok = stated[i][2] == value
-        parts.append(f"?{left}+{right}={stated[i][2]}:{columns(left, right, int(carries(left, right)))}"
+        parts.append(f"?{left}+{right}={stated[i][2]}:{columns(left, right, int(has_carry(left, right)))}"
                      f"{' ok' if ok else ' no'}")
         written.append((left, right, value))
         if not ok:
