@@ -224,9 +224,9 @@ def test_the_training_figure_is_small_multiples_with_each_streams_verdict():
 
     cells = {("grpo", 0): _metrics(48, pair=False, rise=0.3), ("agon", 0): _metrics(48, pair=True)}
     fig = figures.training_figure("toy", cells)
-    columns = [title for title, _, _ in figures.TRAINING_COLUMNS]
+    columns = [title for title, key, _ in figures.TRAINING_COLUMNS if key not in figures.OPTIONAL_COLUMNS]
     assert columns == ["reward", "pass rate", "challenger conversion rate", "mean length (tokens)",
-                       "truncated (share)", "update KL per token"]
+                       "truncated (share)", "update KL per token"]   # no stream logs checking reads here
     assert len(fig.axes) == 2 * 6                                   # a row per method, a column per metric
     grid = [fig.axes[i * 6:(i + 1) * 6] for i in range(2)]
     assert [ax.get_title() for ax in grid[0]] == columns and [ax.get_ylabel() for ax in (grid[0][0], grid[1][0])] \
@@ -255,6 +255,17 @@ def test_the_training_figure_is_small_multiples_with_each_streams_verdict():
     caption = " ".join(t.get_text() for t in fig.texts)
     assert f"exponential moving average (weight {figures.smoothing_weight(48)}" in caption
 
+
+def test_the_checking_reads_column_appears_where_a_stream_logs_it():
+    cells = {("self_refine", 0): _metrics(24, pair=True)}
+    for record in cells[("self_refine", 0)]:
+        for name, stats in record["streams"].items():
+            if name.startswith("challenger:"):
+                stats["verifying_share"] = 0.1 + record["step"] / 100
+    fig = figures.training_figure("toy", cells)
+    assert [ax.get_title() for ax in fig.axes][:4] == ["reward", "pass rate", "challenger conversion rate",
+                                                       "challenger's checking reads (share)"]
+    assert len(fig.axes) == 7
 
 def test_the_training_figure_says_when_a_run_is_too_short_and_overlays_seeds():
     from matplotlib.text import Text

@@ -153,6 +153,11 @@ def test_a_record_without_its_second_stage_is_an_error_naming_it(files, tmp_path
     ("mixture", "nope", "tables.table0_preconditions.mixture: unknown evaluation 'nope'"),
     ("pairs", {"agon": ["agon_drafter_a", "coop_drafter_b"]}, "both evaluations must come from one method"),
     ("reference", "agon_ab", "tables.table0_preconditions.reference: 'agon_ab' must be a trained single-pass"),
+    ("reading_gate", "nope", "tables.table0_preconditions.reading_gate: unknown method 'nope'"),
+    ("reading_cascades", ["grpo"], "tables.table0_preconditions.reading_cascades: 'grpo' must be a cascade evaluation"),
+    ("transfer", "nowhere", "tables.table0_preconditions.transfer: unknown benchmark 'nowhere'"),
+    ("targets", {"solo": [0.5, 0.2]}, "tables.table0_preconditions.targets.solo: its low end 0.5 is above its high end"),
+    ("targets", {"sol": [0.2, 0.5]}, "tables.table0_preconditions.targets.sol: unknown target"),
 ])
 def test_a_wrong_role_in_table_0_is_a_config_error_naming_the_key(key, value, message):
     from agon import config as cfg

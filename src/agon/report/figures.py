@@ -362,10 +362,13 @@ TRAINING_COLUMNS = [
     ("reward", "reward", lambda s: s.get("reward")),
     ("pass rate", "pass_rate", lambda s: s.get("pass_rate")),
     ("challenger conversion rate", "conversion_rate", lambda s: s.get("conversion_rate")),
+    ("challenger's checking reads (share)", "verifying_share", lambda s: s.get("verifying_share")),
     ("mean length (tokens)", None, lambda s: s.get("mean_length")),
     ("truncated (share)", None, _truncated_share),
     ("update KL per token", None, lambda s: s.get("update_kl")),
 ]
+# Drawn only where some stream logs it (a world that marks a read checking the rival's steps).
+OPTIONAL_COLUMNS = {"verifying_share"}
 # TensorBoard's smoothing: an exponential moving average over a stream's own steps, debiased at the
 # start, its weight set by the run's length: a span of a twelfth of the steps, at most SMOOTHING.
 # 0.78 on a 96-step run keeps its trend (GRPO's pass rate) and damps the per-step noise threefold;
@@ -461,7 +464,9 @@ def _training_figure(model: str, cells: dict[tuple[str, int], list[dict]]) -> Fi
     from .preconditions import stream_verdicts
 
     methods = _ordered_unique(m for m, _ in cells)
-    ncols = len(TRAINING_COLUMNS)
+    columns = [c for c in TRAINING_COLUMNS if c[1] not in OPTIONAL_COLUMNS
+               or any(c[2](s) is not None for h in cells.values() for r in h for s in r["streams"].values())]
+    ncols = len(columns)
     fig = Figure(figsize=(2.75 * ncols + 1.3, 1.9 * len(methods) + 1.3))
     axes = fig.subplots(len(methods), ncols, sharex=True, sharey="col", squeeze=False)
     several_seeds = any(len([s for m, s in cells if m == method]) > 1 for method in methods)
@@ -473,7 +478,7 @@ def _training_figure(model: str, cells: dict[tuple[str, int], list[dict]]) -> Fi
         streams = sorted(dict.fromkeys(k for h in histories for r in h for k in r["streams"]),
                          key=lambda k: (k.startswith("challenger:"), k.partition(":")[2], k))
         verdicts = [{(v["stream"], v["metric"]): v for v in stream_verdicts(h)} for h in histories]
-        for col, (title, key, read) in enumerate(TRAINING_COLUMNS):
+        for col, (title, key, read) in enumerate(columns):
             ax = axes[row][col]
             lines = []
             for stream in streams:
