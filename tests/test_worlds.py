@@ -19,7 +19,12 @@ RECIPE = {"slip_prob": 0.5, "attempt_prob": 0.5, "attempt_wrong_prob": 0.5, "two
 
 
 def test_registry_names_each_world_and_rejects_an_unknown_one():
+    from agon.data.sources import SEEDED, SOURCES
+    from agon.verify.grading import VERIFIERS
+
     assert {w.SOURCE for w in worlds.by_source().values()} == {"toy_math", "toy_carries", "toy_code"}
+    for source, world in worlds.by_source().items():   # each world's problems load and grade as it says
+        assert VERIFIERS[source] == world.VERIFIER and SOURCES[source] is world.load and source in SEEDED
     assert worlds.get(None) is worlds.get("search")
     with pytest.raises(ValueError, match="unknown world 'nope'"):
         worlds.get("nope")

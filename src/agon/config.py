@@ -394,9 +394,10 @@ def _preconditions_problems(where: str, table: dict, config: dict) -> list[str]:
             out.append(f"{where}.targets.{key}: unknown target (known: {', '.join(TABLE0_TARGETS)})")
         elif bounds[0] > bounds[1]:
             out.append(f"{where}.targets.{key}: its low end {bounds[0]} is above its high end {bounds[1]}")
-    if any(k in (table.get("targets") or {}) for k in ("checkable_wrong", "verifying_reads")) and "reading" not in table:
+    targets = table.get("targets") or {}
+    if any(k in targets for k in ("checkable_wrong", "verifying_reads")) and "reading" not in table:
         out.append(f"{where}.targets: checkable_wrong and verifying_reads need '{where}.reading' (their patterns)")
-    if "transfer_solo" in (table.get("targets") or {}) and "transfer" not in table:
+    if "transfer_solo" in targets and "transfer" not in table:
         out.append(f"{where}.targets.transfer_solo needs '{where}.transfer' (the transfer benchmark)")
     want = {"solo": ("single", [None]), "cascade": ("cascade", [None, None]), "mixture": ("moa", [None, None])}
     for key, (protocol, policies) in want.items():

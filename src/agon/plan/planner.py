@@ -12,6 +12,7 @@ import json
 import os
 from pathlib import Path
 
+from .. import worlds
 from . import needs as N
 from .layout import UNTRAINED, Cell, Layout
 
@@ -40,8 +41,6 @@ def fingerprint(paths) -> str:
         except FileNotFoundError:
             stats.append([path, None])
     return stable_hash(stats)
-
-
 
 
 class Plan:
@@ -98,8 +97,6 @@ class Plan:
         """The splits a toy base must never have seen, and a pinned base's manifest (a new pin reruns the job)."""
         from ..toy.pinned import MANIFEST
 
-        from .. import worlds
-
         # the splits of the problems its world's generator writes (another world's cannot leak into it)
         source = worlds.get(self.config["models"][model]["base"].get("world")).SOURCE
         unseen = [self.layout.split(d, s) for d, spec in self.config["datasets"].items()
@@ -147,8 +144,6 @@ class Plan:
     def reading_pattern(self, model: str) -> dict:
         """{"reading_pattern": regex} where the model's toy world says what a read that checks the
         rival's steps looks like (a challenger's training metric, `verifying_share`); else {}."""
-        from .. import worlds
-
         m = self.config["models"][model]
         if m["kind"] != "toy":
             return {}

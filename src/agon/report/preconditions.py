@@ -12,11 +12,14 @@ is computed from per-problem records (and, for section 5, training metrics):
                       the same problems (the mixture's second proposal, stage 1 of
                       `mixture`, drawn on the plain prompt with its own seed).
                       Targets: >= 0.90 after a right draft; after a wrong one at least
-                      half the independent sample's accuracy on those problems.
+                      half the independent sample's accuracy on those problems. With the
+                      spec's `reading` patterns (a world's shapes): the wrong drafts whose
+                      summary states steps to check, and the reads that check the rival's.
   2 protocols         the untrained cascade and mixture against the base alone (`solo`):
                       pass@1 with its interval, the difference and an exact McNemar p.
                       Targets: the base alone between 30% and 55% (RL has headroom and
-                      signal), the mixture above it.
+                      signal), the mixture above it. With `transfer`, the base alone on
+                      that benchmark too.
   3 two adapters      strength (pass@1 of each) and how differently they fail: the
                       disagreement rate (one right, the other wrong) and the overlap of
                       failures (both wrong / either wrong), at step 0 (two independent
@@ -63,7 +66,16 @@ is computed from per-problem records (and, for section 5, training metrics):
                       keeps its numbers and says it cannot resolve a rise).
                       The training-curves figure marks each verdict (stream_verdicts).
 
-A target row says `meets` yes / no; the numbers are reported whatever they are.
+  8 reading after training  with `reading_cascades`: each cascade's final stage after a right
+                      and after a wrong draft, on the benchmark (and `transfer`), and the
+                      cascade beside 1 - (1 - p)^2 from its drafter's single pass p: what
+                      searching twice would give.
+
+A spec's `targets` ({name: [low, high]}, config.TABLE0_TARGETS) replaces the default targets by
+ranges and adds those of the reading rows, the transfer row, each protocol's gain and the step-0
+failure overlap (at least its low end, and its interval above what independence predicts). With
+`reading_gate` (a method), section 7 requires that cell's challenger conversion rate and share of
+checking reads to rise. A target row says `meets` yes / no; the numbers are reported whatever they are.
 """
 
 from __future__ import annotations
@@ -543,7 +555,8 @@ def build_rows(spec: dict, index, metrics_files: list[str]) -> list[dict]:
             right_a, right_b = _aligned(*(records_for(index, model, reference, s, bench) for s in seeds[:2]))
             rows += pair_rows(f"{reference}, two seeds (reference)", model, f"{seeds[0]},{seeds[1]}",
                               (f"seed {seeds[0]}", right_a), (f"seed {seeds[1]}", right_b))
-    return rows + training_length_rows(metrics_files) + habits + learning_rows(metrics_files, spec.get("reading_gate")) + reading
+    learned = learning_rows(metrics_files, spec.get("reading_gate"))
+    return rows + training_length_rows(metrics_files) + habits + learned + reading
 
 
 def _cell(x, digits=3) -> str:
