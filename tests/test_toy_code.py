@@ -10,7 +10,7 @@ import random
 import pytest
 
 from agon import prompts
-from agon.data import check_problem, toy_code
+from agon.data import check_problem, toy_code, toy_math
 from agon.data.sources import load_source
 from agon.toy import sft_code
 from agon.verify.sandbox import normalize_output
@@ -183,4 +183,6 @@ def test_code_base_trains_on_code_examples():
                     "intermediate_size": 32, "max_positions": 256}}
     model, history = sft.train_base(tok, cfg, set(), 0, log=lambda m: None)
     assert history[-1]["step"] == 1 and history[-1]["loss"] > 0
-    assert sft.DOMAINS["code"][0] is toy_code and sft.DOMAINS["math"][1] is sft.example
+    from agon import worlds
+
+    assert worlds.get("code").stream is toy_code.stream and worlds.get("search").load is toy_math.load
