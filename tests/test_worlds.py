@@ -132,8 +132,11 @@ def test_token_weighting_gives_length_bucketed_batches_the_unbucketed_objective(
     from agon.toy.tokenizer import build_tokenizer
 
     tok = build_tokenizer()
+    torch.manual_seed(0)
     model = sft.build_model({"hidden_size": 16, "num_layers": 1, "num_heads": 2, "num_kv_heads": 1,
                              "intermediate_size": 32, "max_positions": 256}, tok)
+    with torch.no_grad():  # large random logits: tokens' losses differ, as a trained model's do
+        model.get_input_embeddings().weight.mul_(50)
     rng, problems = random.Random(0), carries.stream(1)
     examples = [carries.example(next(problems), rng, RECIPE) for _ in range(24)]
     batches = [sft.encode_batch(tok, b) for b in sft._length_bucketed_batches(examples, 6, rng)]
@@ -147,4 +150,4 @@ def test_token_weighting_gives_length_bucketed_batches_the_unbucketed_objective(
         unbucketed = loss(*sft.encode_batch(tok, examples))
         by_batch = sum(loss(*b) for b in batches) / len(batches)
     assert float(weighted) == pytest.approx(float(unbucketed), rel=1e-5)
-    assert abs(float(by_batch) - float(unbucketed)) > 1e-4   # the batch weighting's objective is another
+    assert abs(float(by_batch) - float(unbucketed)) > 1e-3 * float(unbucketed)   # the batch weighting's is another
