@@ -43,16 +43,18 @@ def distinct(stream: Iterable[dict], n: int, source: str, levels) -> list[dict]:
 
 
 def load(source: str, generate: Callable[..., list[dict]], all_levels, cfg: dict,
-         counts: dict | None = None) -> list[dict]:
-    """`pool_size` distinct problems drawn with `seed` from `levels` (default: all)."""
-    unknown = sorted(set(cfg) - set(OPTIONS) - {"seed"})
+         counts: dict | None = None, extra: tuple[str, ...] = ()) -> list[dict]:
+    """`pool_size` distinct problems drawn with `seed` from `levels` (default: all); the
+    source's own `extra` options, where set, go to `generate` by name."""
+    known = OPTIONS + tuple(extra)
+    unknown = sorted(set(cfg) - set(known) - {"seed"})
     if unknown:
         raise ValueError(f"{source}: unknown option(s) {unknown} under datasets.<name>.options; "
-                         f"known: {list(OPTIONS)}")
+                         f"known: {list(known)}")
     if "pool_size" not in cfg:
         raise ValueError(f"{source}: datasets.<name>.options.pool_size is required")
     pool = generate(cfg["pool_size"], cfg["seed"], levels=cfg.get("levels", all_levels),
-                    weights=cfg.get("weights"))
+                    weights=cfg.get("weights"), **{k: cfg[k] for k in extra if k in cfg})
     if counts is not None:
         counts["generated"] = len(pool)
     return pool

@@ -143,24 +143,15 @@ def stream(seed: int, levels=LEVELS, weights=None, terms=SUPERVISED_TERMS, of_fo
     return generated.stream(seed, levels, weights, make)
 
 
-OPTIONS = ("pool_size", "levels", "weights", "terms", "form")
+def generate(n: int, seed: int, levels=LEVELS, weights=None, terms=SUPERVISED_TERMS, form: str = "plain") -> list[dict]:
+    """`n` distinct chains, deterministic in `seed`: `levels` (carry counts), `weights` over them,
+    `terms` (chain lengths), `form` (plain, or transfer)."""
+    return generated.distinct(stream(seed, levels, weights, terms, form), n, SOURCE, levels)
 
 
 def load(cfg: dict, counts: dict | None = None) -> list[dict]:
-    """`pool_size` distinct chains drawn with `seed`: `levels` (carry counts, default all),
-    `weights` over them, `terms` (chain lengths, default the supervised ones), `form` (plain,
-    the default, or transfer)."""
-    unknown = sorted(set(cfg) - set(OPTIONS) - {"seed"})
-    if unknown:
-        raise ValueError(f"{SOURCE}: unknown option(s) {unknown} under datasets.<name>.options; known: {list(OPTIONS)}")
-    if "pool_size" not in cfg:
-        raise ValueError(f"{SOURCE}: datasets.<name>.options.pool_size is required")
-    levels = cfg.get("levels", LEVELS)
-    pool = generated.distinct(stream(cfg["seed"], levels, cfg.get("weights"), cfg.get("terms", SUPERVISED_TERMS),
-                                     cfg.get("form", "plain")), cfg["pool_size"], SOURCE, levels)
-    if counts is not None:
-        counts["generated"] = len(pool)
-    return pool
+    """The source loader over a dataset's options: generated.load's, plus `terms` and `form`."""
+    return generated.load(SOURCE, generate, LEVELS, cfg, counts, extra=("terms", "form"))
 
 
 def supervised_form(problem: dict) -> bool:
@@ -265,6 +256,3 @@ def example(problem: dict, rng: random.Random, recipe: dict) -> tuple[str, list[
             return prompt, [(checked, True)]
     return prompt, [(plain(chain, rng, slip), True)]
 
-
-RECIPE_KEYS = ("slip_prob", "attempt_prob", "attempt_wrong_prob", "two_attempts_prob", "copy_prob", "verify_prob",
-               "level_weights")
