@@ -11,11 +11,11 @@ import pytest
 from agon import prompts, worlds
 from agon.config import load
 from agon.verify import exact
-from agon.worlds import carries
+from agon.worlds import carries, facts
 
 CONFIG = Path(__file__).resolve().parents[1] / "config"
 RECIPE = {"slip_prob": 0.5, "attempt_prob": 0.5, "attempt_wrong_prob": 0.5, "two_attempts_prob": 0.1,
-          "copy_prob": 0.35, "verify_prob": 0.2}
+          "copy_prob": 0.35, "verify_prob": 0.2, "no_carry_sums": [10]}
 
 
 def test_registry_names_each_world_and_rejects_an_unknown_one():
@@ -25,6 +25,8 @@ def test_registry_names_each_world_and_rejects_an_unknown_one():
     assert {w.SOURCE for w in worlds.by_source().values()} == {"toy_math", "toy_carries", "toy_code"}
     for source, world in worlds.by_source().items():   # each world's problems load and grade as it says
         assert VERIFIERS[source] == world.VERIFIER and SOURCES[source] is world.load and source in SEEDED
+    assert worlds.by_source()["toy_carries"] is carries   # the facts world solves the same chains
+    assert facts.load is carries.load and facts.VERIFIER == carries.VERIFIER
     assert worlds.get(None) is worlds.get("search")
     with pytest.raises(ValueError, match="unknown world 'nope'"):
         worlds.get("nope")
@@ -56,27 +58,59 @@ def test_a_forgotten_carry_is_off_by_ten_and_every_later_step_inherits_it():
 
 def test_a_verifying_read_finds_the_faulty_step_and_solves_on_from_its_correction():
     chain = carries.Chain.parse("18+27+17=?")
-    text = carries.verify(chain, random.Random(0), 0.0, "18+27=35,35+17=42")
+    text = carries.verify(chain, random.Random(0), carries.Solver(0.0), "18+27=35,35+17=42")
     assert text.startswith("<think>?18+27=35:8+7=15,1+2+1=4 no;") and re.match(carries.VERIFY_PATTERN, text)
     assert exact.is_correct(prompts.extract_answer(text), "62")
-    right = carries.verify(chain, random.Random(0), 1.0, "18+27=45,45+17=62")
+    right = carries.verify(chain, random.Random(0), carries.Solver(1.0), "18+27=45,45+17=62")
     assert right.count(" ok") == 2 and prompts.extract_answer(right) == "62"   # nothing left to slip on
-    assert carries.verify(chain, random.Random(0), 0.0, "") is None          # nothing to check
-    assert carries.verify(chain, random.Random(0), 0.0, "11+27=38") is None   # another problem's step
+    assert carries.verify(chain, random.Random(0), carries.Solver(0.0), "") is None          # nothing to check
+    assert carries.verify(chain, random.Random(0), carries.Solver(0.0), "11+27=38") is None   # another problem's step
 
 
-def test_the_supervised_mix_has_each_reading_habit_in_its_share():
+def test_a_misremembered_fact_is_wrong_on_every_sample_and_a_slip_only_sometimes():
+    solver = facts.MentalSolver(slip_prob=0.0, no_carry_sums=frozenset({10}))
+    owned = carries.Chain.parse("14+26+17=?")        # 4+6=10: the fact the base holds wrong
+    texts = {solver.text(owned, random.Random(seed)) for seed in range(50)}
+    assert texts == {"<think>14+26=30;30+17=47</think>14+26=30,30+17=47<answer>47</answer>"}   # not 57
+    assert prompts.format_ok(texts.pop())
+    clean = carries.Chain.parse("18+27+17=?")        # 8+7=15 and 5+7=12: carried, but the coin can drop them
+    assert solver.solve(clean, random.Random(0))[1] == [(18, 27, 45), (45, 17, 62)]
+    careless = facts.MentalSolver(slip_prob=0.5, no_carry_sums=frozenset({10}))
+    outcomes = Counter(careless.solve(clean, random.Random(seed))[1][-1][2] for seed in range(400))
+    assert set(outcomes) == {62, 52, 42} and 70 < outcomes[62] < 130   # right about (1 - 0.5)^2
+    with pytest.raises(ValueError, match="no_carry_sums"):
+        facts.solver({**RECIPE, "no_carry_sums": [9]})
+
+
+def test_a_check_works_the_columns_and_gets_the_misremembered_fact_right():
+    """Only checking fixes the misconception: the columns carry the 1 the head drops; the read
+    then solves on in the head, misconception and all."""
+    solver = facts.MentalSolver(slip_prob=0.0, no_carry_sums=frozenset({10}))
+    chain = carries.Chain.parse("14+26+17=?")
+    rival = solver.summary(chain, random.Random(0), wrong=True)
+    assert rival == "14+26=30,30+17=47"
+    text = carries.verify(chain, random.Random(0), solver, rival)
+    assert text.startswith("<think>?14+26=30:4+6=10,1+2+1=4 no;40+17=57</think>") and re.match(facts.VERIFY_PATTERN, text)
+    assert prompts.extract_answer(text) == "57"
+    assert solver.summary(chain, random.Random(0), wrong=False) == "14+26=40,40+17=57"   # a rival who knows it
+    later = carries.Chain.parse("18+27+15=?")          # a slip at the first step, the faulty fact at the second
+    text = carries.verify(later, random.Random(0), solver, "18+27=35,35+15=40")
+    assert text.startswith("<think>?18+27=35:8+7=15,1+2+1=4 no;45+15=50</think>")   # 5+5=10: dropped again
+    assert prompts.extract_answer(text) == "50"
+
+@pytest.mark.parametrize("world", [carries, facts])
+def test_the_supervised_mix_has_each_reading_habit_in_its_share(world):
     rng, habits = random.Random(1), Counter()
-    problems = carries.stream(3, weights=[0, 1, 1, 1])
+    problems = world.stream(3, weights=[0, 1, 1, 1])
     for _ in range(4000):
-        prompt, pieces = carries.example(next(problems), rng, RECIPE)
+        prompt, pieces = world.example(next(problems), rng, RECIPE)
         text = "".join(t for t, _ in pieces)
         assert prompts.format_ok(text), text
         if "R:" not in prompt:
             habits["plain"] += 1
         elif text.startswith("<think></think>"):
             habits["copy"] += 1
-        elif re.match(carries.VERIFY_PATTERN, text):
+        elif re.match(world.VERIFY_PATTERN, text):
             habits["verify"] += 1
         else:
             habits["ignore"] += 1

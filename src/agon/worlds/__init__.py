@@ -10,14 +10,15 @@ A world module provides:
   example(problem, rng, recipe)  one supervised example: (prompt, [(text, trained)])
   supervised_form(problem)       whether a problem's form is one the supervised stream holds
 
-A new world is a new module here and one entry in WORLDS.
+A new world is a new module here and one entry in WORLDS. Two worlds may share a SOURCE.
 """
 
 from __future__ import annotations
 
 import importlib
 
-WORLDS = {"search": "agon.worlds.search", "carries": "agon.worlds.carries", "code": "agon.worlds.code"}
+WORLDS = {"search": "agon.worlds.search", "carries": "agon.worlds.carries", "facts": "agon.worlds.facts",
+          "code": "agon.worlds.code"}
 DEFAULT = "search"  # a recipe without `world` (the first pinned math base's)
 
 
@@ -30,5 +31,9 @@ def get(name: str | None):
 
 
 def by_source() -> dict:
-    """{problem source: world module} for every world."""
-    return {module.SOURCE: module for module in map(get, WORLDS)}
+    """{problem source: the first world in WORLDS that names it}: worlds may share problems
+    (the facts world solves the carries world's chains another way)."""
+    out = {}
+    for module in map(get, WORLDS):
+        out.setdefault(module.SOURCE, module)
+    return out

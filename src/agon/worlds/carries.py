@@ -188,11 +188,6 @@ def finish(think: str, written: list[tuple[int, int, int]]) -> str:
     return f"<think>{think}</think>{render(written)}<answer>{written[-1][2]}</answer>"
 
 
-def plain(chain: Chain, rng: random.Random, slip_prob: float) -> str:
-    think, written = solve(chain, rng, slip_prob)
-    return finish(think, written)
-
-
 _STEP_RE = re.compile(r"(\d+)\+(\d+)=(\d+)")
 
 
@@ -201,10 +196,10 @@ def rival_steps(summary: str) -> list[tuple[int, int, int]]:
     return [tuple(map(int, m.groups())) for m in _STEP_RE.finditer(summary)]
 
 
-def verify(chain: Chain, rng: random.Random, slip_prob: float, summary: str) -> str | None:
-    """A verifying read of `summary`: its steps checked in order (carefully); at the first
-    that fails, ` no;` and the rest solved afresh from the corrected value. None when the
-    summary states no step of this chain to check."""
+def verify(chain: Chain, rng: random.Random, solver: "Solver", summary: str) -> str | None:
+    """A verifying read of `summary`: its steps checked in order, column by column with every
+    carry right; at the first that fails, ` no;` and the rest solved on by `solver` from the
+    corrected value. None when the summary states no step of this chain to check."""
     stated = rival_steps(summary)
     truth = chain.steps()
     if not stated or (stated[0][0], stated[0][1]) != truth[0]:
@@ -220,7 +215,7 @@ def verify(chain: Chain, rng: random.Random, slip_prob: float, summary: str) -> 
         written.append((left, right, value))
         if not ok:
             break
-    rest, more = solve(chain, rng, slip_prob, start=len(written), total=written[-1][2])
+    rest, more = solver.solve(chain, rng, start=len(written), total=written[-1][2])
     think = ";".join(parts + ([rest] if rest else []))
     return finish(think, written + more)
 
@@ -236,14 +231,33 @@ def draft_summary(chain: Chain, rng: random.Random, slip_prob: float, wrong: boo
     return render(written)
 
 
-def example(problem: dict, rng: random.Random, recipe: dict) -> tuple[str, list[tuple[str, bool]]]:
-    """One supervised example (prompt, [(text, trained)]) of this world's base."""
+@dataclass(frozen=True)
+class Solver:
+    """This world's solver: column by column, each carry forgotten with `slip_prob`. A world
+    over the same chains with another solver (agon.worlds.facts) passes its own to `example`."""
+    slip_prob: float
+
+    def solve(self, chain: Chain, rng: random.Random, start: int = 0, total: int | None = None):
+        return solve(chain, rng, self.slip_prob, start, total)
+
+    def text(self, chain: Chain, rng: random.Random) -> str:
+        return finish(*self.solve(chain, rng))
+
+    def summary(self, chain: Chain, rng: random.Random, wrong: bool) -> str:
+        return draft_summary(chain, rng, self.slip_prob, wrong)
+
+
+def example(problem: dict, rng: random.Random, recipe: dict,
+            solver: Solver | None = None) -> tuple[str, list[tuple[str, bool]]]:
+    """One supervised example (prompt, [(text, trained)]) of this world's base: a plain solve, or
+    a read of one or two rival summaries with the recipe's habit shares. `solver` (default: this
+    world's, with the recipe's `slip_prob`) writes the solves and the rivals' summaries."""
     chain = Chain.parse(problem["prompt"])
-    slip = recipe["slip_prob"]
+    solver = solver or Solver(recipe["slip_prob"])
     if rng.random() >= recipe["attempt_prob"]:
-        return prompts.toy_plain(problem["prompt"]), [(plain(chain, rng, slip), True)]
+        return prompts.toy_plain(problem["prompt"]), [(solver.text(chain, rng), True)]
     count = 2 if rng.random() < recipe.get("two_attempts_prob", 0.0) else 1
-    summaries = [draft_summary(chain, rng, slip, rng.random() < recipe["attempt_wrong_prob"]) for _ in range(count)]
+    summaries = [solver.summary(chain, rng, rng.random() < recipe["attempt_wrong_prob"]) for _ in range(count)]
     prompt = prompts.toy_with_attempts(problem["prompt"], summaries)
     habit = rng.random()
     read = rng.choice(summaries)
@@ -251,8 +265,7 @@ def example(problem: dict, rng: random.Random, recipe: dict) -> tuple[str, list[
         steps = rival_steps(read)
         return prompt, [(f"<think></think>{read}<answer>{steps[-1][2]}</answer>", True)]
     if habit < recipe["copy_prob"] + recipe["verify_prob"]:
-        checked = verify(chain, rng, slip, summaries[0])
+        checked = verify(chain, rng, solver, summaries[0])
         if checked is not None:
             return prompt, [(checked, True)]
-    return prompt, [(plain(chain, rng, slip), True)]
-
+    return prompt, [(solver.text(chain, rng), True)]

@@ -1,0 +1,87 @@
+"""The facts world: the carries world's chains, added in the head by a base that holds a wrong fact.
+
+The problems, splits, transfer form and Table 0 markers are the carries world's (carries.py):
+chains of two-digit terms such as `14+26+17=?`. What changes is the solver. It adds each step in
+its head and writes only the sums: `<think>14+26=30;30+17=47</think>14+26=30,30+17=47<answer>47`.
+It also holds a misconception, the same on every sample: a units column that sums to one of
+`no_carry_sums` (for example 10: "4+6 makes 0, nothing to carry") carries nothing, so `14+26=30`.
+A chain with such a column comes out wrong whoever samples it and however often. That hardness
+belongs to the problem: a GRPO group of rollouts on it is all wrong and gives no advantage to
+learn from, and two samples fail together. On top, any other carry is forgotten with `slip_prob`,
+a coin that RL can flip. (The carries world had only that coin. RL flipped it within a dozen
+steps, after which copying a right draft paid and reading was never learned: docs/toy-world.md.)
+
+A wrong draft finishes, and its summary states the faulty step. The verifying read checks a
+rival's steps column by column with the carry written out (`?14+26=30:4+6=10,1+2+1=4 no;`), and
+on that route the base has every fact right. At the first step that fails, the read corrects it
+and solves on in the head, misconception and all. Copying a wrong draft, or solving afresh,
+repeats the error; only checking fixes it. The reading habits and their shares (copy, verify,
+ignore), the two-line prompts and the rivals' summaries follow carries.example, with this solver.
+A right rival summary is the chain's true steps (a rival may know the fact); a wrong one is the
+base's own, drawn until wrong.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from . import carries
+from .carries import (CHECKABLE_PATTERN, SOURCE, VERIFY_PATTERN, Chain, finish, has_carry,  # noqa: F401
+                      load, render, stream, supervised_form, written_value)
+
+VERIFIER = carries.VERIFIER
+UNITS_SUMS = range(10, 19)   # the units-column sums that carry: the ones a misconception can name
+
+
+@dataclass(frozen=True)
+class MentalSolver:
+    """Adds each step in the head: a carry from a units column summing to one of `no_carry_sums`
+    is dropped every time; any other carry with probability `slip_prob`."""
+    slip_prob: float
+    no_carry_sums: frozenset[int]
+
+    def carry(self, left: int, right: int, rng: random.Random) -> int:
+        if not has_carry(left, right) or left % 10 + right % 10 in self.no_carry_sums:
+            return 0
+        return 0 if rng.random() < self.slip_prob else 1
+
+    def solve(self, chain: Chain, rng: random.Random, start: int = 0,
+              total: int | None = None) -> tuple[str, list[tuple[int, int, int]]]:
+        """The steps from `start` on (from running total `total`): the reasoning text and the steps
+        as written (left, right, value)."""
+        total = chain.terms[0] if total is None else total
+        written = []
+        for term in chain.terms[start + 1:]:
+            value = written_value(total, term, self.carry(total, term, rng))
+            written.append((total, term, value))
+            total = value
+        return render(written).replace(",", ";"), written
+
+    def text(self, chain: Chain, rng: random.Random) -> str:
+        return finish(*self.solve(chain, rng))
+
+    def summary(self, chain: Chain, rng: random.Random, wrong: bool) -> str:
+        """A rival's summary: the true steps, or (where the chain has a carry to get wrong) the
+        base's own wrong ones, a slip at least as likely as a carry kept."""
+        if wrong and chain.carries:
+            careless = MentalSolver(max(self.slip_prob, 0.5), self.no_carry_sums)
+            for _ in range(100):
+                _, written = careless.solve(chain, rng)
+                if written[-1][2] != chain.answer:
+                    return render(written)
+            return render(MentalSolver(1.0, self.no_carry_sums).solve(chain, rng)[1])
+        return render([(left, right, left + right) for left, right in chain.steps()])
+
+
+def solver(recipe: dict) -> MentalSolver:
+    sums = frozenset(recipe["no_carry_sums"])
+    if not sums <= set(UNITS_SUMS):
+        raise ValueError(f"models.<m>.base.no_carry_sums: {sorted(sums)} must be units-column sums that carry "
+                         f"({UNITS_SUMS.start}-{UNITS_SUMS.stop - 1})")
+    return MentalSolver(recipe["slip_prob"], sums)
+
+
+def example(problem: dict, rng: random.Random, recipe: dict) -> tuple[str, list[tuple[str, bool]]]:
+    """One supervised example of this world's base (carries.example's mix, this world's solver)."""
+    return carries.example(problem, rng, recipe, solver(recipe))
