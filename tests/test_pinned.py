@@ -122,14 +122,15 @@ def test_only_a_trained_base_is_pinned(world, tmp_path):
         pinned.pin(out, tmp_path / "again")
 
 
-@pytest.mark.parametrize("model", ["toy", "toy_code"])
-def test_the_repositorys_pinned_bases_fit_the_default_config(model):
-    """config.yaml's recipes are the ones its pinned bases were trained with (a changed recipe
+@pytest.mark.parametrize("config_name, model", [("config.yaml", "toy"), ("config.yaml", "toy_code"),
+                                               ("carries.yaml", "toy"), ("facts.yaml", "toy")])
+def test_the_repositorys_pinned_bases_fit_their_configs(config_name, model):
+    """Each config's recipes are the ones its pinned bases were trained with (a changed recipe
     must come with a new pin), and every file of the snapshot is the one its manifest names."""
     from agon.config import load
 
     root = Path(__file__).resolve().parents[1]
-    config = load(root / "config" / "config.yaml")
+    config = load(root / "config" / config_name)
     m = config["models"][model]
     assert m["base"]["source"] == "pinned"
     snapshot = root / m["base"]["pinned_path"]
