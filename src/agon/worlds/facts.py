@@ -37,14 +37,18 @@ UNITS_SUMS = range(10, 19)   # the units-column sums that carry: the ones a misc
 @dataclass(frozen=True)
 class MentalSolver:
     """Adds each step in the head: a carry from a units column summing to one of `no_carry_sums`
-    is dropped every time; any other carry with probability `slip_prob`."""
+    is dropped every time (every other carry is kept), and a step's units digit is written one
+    off with probability `slip_prob`. The slip is a coin on another token than the carry, so a
+    policy that learns to stop slipping does not learn the dropped carry with it."""
     slip_prob: float
     no_carry_sums: frozenset[int]
 
-    def carry(self, left: int, right: int, rng: random.Random) -> int:
-        if not has_carry(left, right) or left % 10 + right % 10 in self.no_carry_sums:
-            return 0
-        return 0 if rng.random() < self.slip_prob else 1
+    def step(self, left: int, right: int, rng: random.Random) -> int:
+        units = left % 10 + right % 10
+        value = written_value(left, right, int(has_carry(left, right) and units not in self.no_carry_sums))
+        if rng.random() < self.slip_prob:   # the units digit one up or down, the carry as it was
+            value += (1 if value % 10 < 9 else -1) if rng.random() < 0.5 else (-1 if value % 10 > 0 else 1)
+        return value
 
     def solve(self, chain: Chain, rng: random.Random, start: int = 0,
               total: int | None = None) -> tuple[str, list[tuple[int, int, int]]]:
@@ -53,7 +57,7 @@ class MentalSolver:
         total = chain.terms[0] if total is None else total
         written = []
         for term in chain.terms[start + 1:]:
-            value = written_value(total, term, self.carry(total, term, rng))
+            value = self.step(total, term, rng)
             written.append((total, term, value))
             total = value
         return render(written).replace(",", ";"), written
@@ -62,9 +66,9 @@ class MentalSolver:
         return finish(*self.solve(chain, rng))
 
     def summary(self, chain: Chain, rng: random.Random, wrong: bool) -> str:
-        """A rival's summary: the true steps, or (where the chain has a carry to get wrong) the
-        base's own wrong ones, a slip at least as likely as a carry kept."""
-        if wrong and chain.carries:
+        """A rival's summary: the true steps, or the base's own wrong ones (a slip at least as
+        likely as not), drawn until wrong."""
+        if wrong:
             careless = MentalSolver(max(self.slip_prob, 0.5), self.no_carry_sums)
             for _ in range(100):
                 _, written = careless.solve(chain, rng)
