@@ -73,11 +73,18 @@ def test_a_misremembered_fact_is_wrong_on_every_sample_and_a_slip_only_sometimes
     texts = {solver.text(owned, random.Random(seed)) for seed in range(50)}
     assert texts == {"<think>14+26=30;30+17=47</think>14+26=30,30+17=47<answer>47</answer>"}   # not 57
     assert prompts.format_ok(texts.pop())
-    clean = carries.Chain.parse("18+27+17=?")        # 8+7=15 and 5+7=12: carried, but the coin can drop them
+    clean = carries.Chain.parse("18+27+17=?")        # 8+7=15 and 5+7=12: carried, every time
     assert solver.solve(clean, random.Random(0))[1] == [(18, 27, 45), (45, 17, 62)]
     careless = facts.MentalSolver(slip_prob=0.5, no_carry_sums=frozenset({10}))
-    outcomes = Counter(careless.solve(clean, random.Random(seed))[1][-1][2] for seed in range(400))
-    assert set(outcomes) == {62, 52, 42} and 70 < outcomes[62] < 130   # right about (1 - 0.5)^2
+    runs = [careless.solve(chain, random.Random(seed))[1] for seed in range(400) for chain in (clean, owned)]
+    for written in runs:   # a slip writes a units digit one off and never touches the carry
+        for left, right, value in written:
+            kept = carries.written_value(left, right, int(carries.has_carry(left, right) and
+                                                          left % 10 + right % 10 != 10))
+            assert abs(value - kept) <= 1 and value // 10 == kept // 10, (left, right, value)
+    right = sum(w[-1][2] == clean.answer for w in runs[::2])
+    assert 125 < right < 175   # (1 - 0.5)^2, plus 0.5^2 / 2 where a slip up and a slip down cancel
+    assert not any(w[-1][2] == owned.answer for w in runs[1::2])   # a slip never fixes the dropped carry
     with pytest.raises(ValueError, match="no_carry_sums"):
         facts.solver({**RECIPE, "no_carry_sums": [9]})
 
