@@ -1,7 +1,9 @@
-"""config/carries.yaml end to end at tiny sizes: the carries world's base trained from its recipe,
-every cell Table 0 reads, and the rows only this world's spec asks for (the reading rows, the
-transfer set, the range targets, the reading gate, reading after training). About 3 minutes on
-2 cores; nothing else runs this config's own Table 0 through the real pipeline."""
+"""config/facts.yaml (over config/carries.yaml) end to end at tiny sizes: the facts world's base
+trained from its recipe, every cell Table 0 reads, and the rows only these worlds' spec asks for
+(the reading rows, the transfer set, the range targets, the reading gate, reading after
+training). About 2-3 minutes on 2 cores; nothing else runs these configs' own Table 0 through the
+real pipeline. The carries world differs only in its solver (carries.Solver, unit-tested in
+tests/test_worlds.py)."""
 
 import csv
 import json
@@ -14,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.workflow
 
-SMALL = """extends: {root}/config/carries.yaml
+SMALL = """extends: {root}/config/facts.yaml
 run: small
 datasets:                     # one or two additions: a tiny base closes the format at 64 tokens
   toy_carries: {{seed: 7, heldout: 16, validation: 8, train: 4,
@@ -28,9 +30,9 @@ models:
     train_data: toy_carries
     attn_implementation: eager
     paper_model: qwen3-0.6b
-    base: {{source: train, world: carries, seed: 0, steps: 600, batch_size: 16, lr: 0.02, threads: 1,
+    base: {{source: train, world: facts, seed: 0, steps: 600, batch_size: 16, lr: 0.02, threads: 1,
            level_weights: [1, 1, 1, 1], attempt_prob: 0.5, attempt_wrong_prob: 0.5, two_attempts_prob: 0.3,
-           loss_weighting: token, slip_prob: 0.5, copy_prob: 0.45, verify_prob: 0.2,
+           loss_weighting: token, slip_prob: 0.2, no_carry_sums: [10, 11], copy_prob: 0.45, verify_prob: 0.2,
            arch: {{hidden_size: 32, num_layers: 2, num_heads: 2, num_kv_heads: 1, intermediate_size: 64,
                   max_positions: 256}}}}
 train: {{problems_per_step: 4, epochs: 1, checkpoint_every: 1, snapshot_every: 1, lora: {{rank: 4, alpha: 8}}}}
@@ -40,7 +42,7 @@ sampling:
 """
 
 
-def test_the_carries_world_s_table_0_runs_end_to_end(tmp_path):
+def test_the_facts_world_s_table_0_runs_end_to_end(tmp_path):
     config = tmp_path / "small.yaml"
     config.write_text(SMALL.format(root=ROOT))
     cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path), "--cores", "2",

@@ -32,9 +32,12 @@ def test_registry_names_each_world_and_rejects_an_unknown_one():
         worlds.get("nope")
 
 
-def test_the_carries_table_0_reads_completions_with_the_world_s_own_patterns():
-    table = load(CARRIES)["tables"]["table0_preconditions"]
-    assert table["reading"] == {"verify": carries.VERIFY_PATTERN, "checkable": carries.CHECKABLE_PATTERN}
+@pytest.mark.parametrize("name, world", [("carries.yaml", carries), ("facts.yaml", facts)])
+def test_a_world_s_table_0_reads_completions_with_the_world_s_own_patterns(name, world):
+    config = load(CONFIG / name)
+    assert worlds.get(config["models"]["toy"]["base"]["world"]) is world
+    table = config["tables"]["table0_preconditions"]
+    assert table["reading"] == {"verify": world.VERIFY_PATTERN, "checkable": world.CHECKABLE_PATTERN}
 
 
 def test_a_chain_s_hardness_is_its_carries():
