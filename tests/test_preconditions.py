@@ -365,3 +365,14 @@ def test_the_reading_gate_needs_the_gate_method_s_challenger_to_read_better(tmp_
     assert conversion[0]["target"] == preconditions.RISES and conversion[0]["meets"] == "yes"
     coop = [r for r in rows if r["quantity"].startswith("coop") and "check the rival" in r["quantity"]]
     assert coop[0]["target"] == ""
+
+
+def test_a_gain_on_the_edge_of_its_range_meets_it():
+    """20 more right of 400 is a gain of exactly +0.05, though 168/400 - 148/400 is 0.04999... in floats."""
+    def records(right):
+        return [{"id": f"p{i}", "correct": int(i < right)} for i in range(400)]
+    names = {"solo": "zero_shot", "cascade": "untrained_cascade", "mixture": "moa"}
+    rows = preconditions.protocol_rows("toy", 0, records(148), records(148), records(168), names,
+                                       {"mixture_gain": [0.05, 0.15], "cascade_gain": [0.01, 0.12]})
+    assert 168 / 400 - 148 / 400 < 0.05
+    assert [r["meets"] for r in rows] == ["yes", "no", "yes"]   # the solo 0.37; no cascade gain; +0.05

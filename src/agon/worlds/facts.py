@@ -7,9 +7,12 @@ It also holds a misconception, the same on every sample: a units column that sum
 `no_carry_sums` (for example 10: "4+6 makes 0, nothing to carry") carries nothing, so `14+26=30`.
 A chain with such a column comes out wrong whoever samples it and however often. That hardness
 belongs to the problem: a GRPO group of rollouts on it is all wrong and gives no advantage to
-learn from, and two samples fail together. On top, any other carry is forgotten with `slip_prob`,
-a coin that RL can flip. (The carries world had only that coin. RL flipped it within a dozen
-steps, after which copying a right draft paid and reading was never learned: docs/toy-world.md.)
+learn from, and two samples fail together. On top, a step's units digit is written one off with
+`slip_prob`: a coin that RL can flip, on another token than the carry. (The carries world had
+only a coin, on the carry. RL flipped it within a dozen steps, after which copying a right draft
+paid and reading was never learned. A first facts base with its slip on the carry token learned
+the misconception away with it, and a base trained too briefly held the misconception too
+loosely for it to last: docs/toy-world.md, "The facts world".)
 
 A wrong draft finishes, and its summary states the faulty step. The verifying read checks a
 rival's steps column by column with the carry written out (`?14+26=30:4+6=10,1+2+1=4 no;`), and
