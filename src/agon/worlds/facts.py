@@ -30,7 +30,7 @@ import random
 from dataclasses import dataclass
 
 from . import carries
-from .carries import (CHECKABLE_PATTERN, SOURCE, VERIFY_PATTERN, Chain, finish, has_carry,  # noqa: F401
+from .carries import (CHECKABLE_PATTERN, SOURCE, VERIFY_PATTERN, Chain, has_carry,  # noqa: F401
                       load, render, stream, supervised_form, written_value)
 
 VERIFIER = carries.VERIFIER
@@ -38,12 +38,12 @@ UNITS_SUMS = range(10, 19)   # the units-column sums that carry: the ones a misc
 
 
 @dataclass(frozen=True)
-class MentalSolver:
+class MentalSolver(carries.Solver):
     """Adds each step in the head: a carry from a units column summing to one of `no_carry_sums`
     is dropped every time (every other carry is kept), and a step's units digit is written one
     off with probability `slip_prob`. The slip is a coin on another token than the carry, so a
-    policy that learns to stop slipping does not learn the dropped carry with it."""
-    slip_prob: float
+    policy that learns to stop slipping does not learn the dropped carry with it. Its `text` is
+    carries.Solver's: the steps as `solve` writes them, then the summary and the answer."""
     no_carry_sums: frozenset[int]
 
     def step(self, left: int, right: int, rng: random.Random) -> int:
@@ -64,9 +64,6 @@ class MentalSolver:
             written.append((total, term, value))
             total = value
         return render(written).replace(",", ";"), written
-
-    def text(self, chain: Chain, rng: random.Random) -> str:
-        return finish(*self.solve(chain, rng))
 
     def summary(self, chain: Chain, rng: random.Random, wrong: bool) -> str:
         """A rival's summary: the true steps, or the base's own wrong ones (a slip at least as
