@@ -197,9 +197,9 @@ def rival_steps(summary: str) -> list[tuple[int, int, int]]:
 
 
 def verify(chain: Chain, rng: random.Random, solver: "Solver", summary: str) -> str | None:
-    """A verifying read of `summary`: its steps checked in order, column by column with every
-    carry right; at the first that fails, ` no;` and the rest solved on by `solver` from the
-    corrected value. None when the summary states no step of this chain to check."""
+    """A verifying read of `summary`: its steps checked in order, column by column as
+    `solver.check` works them; at the first whose check disagrees, ` no;` and the rest solved on
+    by `solver` from the check's value. None when the summary states no step of this chain to check."""
     stated = rival_steps(summary)
     truth = chain.steps()
     if not stated or (stated[0][0], stated[0][1]) != truth[0]:
@@ -208,10 +208,9 @@ def verify(chain: Chain, rng: random.Random, solver: "Solver", summary: str) -> 
     for i, (left, right) in enumerate(truth):
         if i >= len(stated) or (stated[i][0], stated[i][1]) != (left, right):
             break
-        value = left + right
+        work, value = solver.check(left, right, rng)
         ok = stated[i][2] == value
-        parts.append(f"?{left}+{right}={stated[i][2]}:{columns(left, right, int(has_carry(left, right)))}"
-                     f"{' ok' if ok else ' no'}")
+        parts.append(f"?{left}+{right}={stated[i][2]}:{work}{' ok' if ok else ' no'}")
         written.append((left, right, value))
         if not ok:
             break
@@ -245,6 +244,11 @@ class Solver:
 
     def summary(self, chain: Chain, rng: random.Random, wrong: bool) -> str:
         return draft_summary(chain, rng, self.slip_prob, wrong)
+
+    def check(self, left: int, right: int, rng: random.Random) -> tuple[str, int]:
+        """A verifying read's column work on `left+right` and the value it finds: every carry
+        right, no slip (and no random number drawn)."""
+        return columns(left, right, int(has_carry(left, right))), left + right
 
 
 def example(problem: dict, rng: random.Random, recipe: dict,

@@ -16,8 +16,10 @@ loosely for it to last: docs/toy-world.md, "The facts world".)
 
 A wrong draft finishes, and its summary states the faulty step. The verifying read checks a
 rival's steps column by column with the carry written out (`?14+26=30:4+6=10,1+2+1=4 no;`), and
-on that route the base has every fact right. At the first step that fails, the read corrects it
-and solves on in the head, misconception and all. Copying a wrong draft, or solving afresh,
+on that route the base has every fact right, though with `check_slip_prob` it writes a units
+column's sum one off, as careless in a check as a slip is in a solve: the check then fails a right
+step or passes a wrong one. At the first step that fails, the read corrects it to the check's
+value and solves on in the head, misconception and all. Copying a wrong draft, or solving afresh,
 repeats the error; only checking fixes it. The reading habits and their shares (copy, verify,
 ignore), the two-line prompts and the rivals' summaries follow carries.example, with this solver.
 A right rival summary is the chain's true steps (a rival may know the fact); a wrong one is the
@@ -45,6 +47,20 @@ class MentalSolver(carries.Solver):
     policy that learns to stop slipping does not learn the dropped carry with it. Its `text` is
     carries.Solver's: the steps as `solve` writes them, then the summary and the answer."""
     no_carry_sums: frozenset[int]
+    check_slip_prob: float = 0.0
+
+    def check(self, left: int, right: int, rng: random.Random) -> tuple[str, int]:
+        """A verifying read's column work: every fact right (the carry written out), but with
+        `check_slip_prob` the units column's sum is written one off, and the tens column and the
+        value follow from it as written. A careless check can pass a step whose units digit is
+        as far off, or fail a right step and "correct" it. No random number is drawn at 0, so a
+        recipe without careless checks makes the same data as before they existed."""
+        units = left % 10 + right % 10
+        if self.check_slip_prob and rng.random() < self.check_slip_prob:
+            units += 1 if units == 0 or (units < 18 and rng.random() < 0.5) else -1
+        tens = left // 10 + right // 10 + int(units >= 10)
+        work = f"{left % 10}+{right % 10}={units},{left // 10}+{right // 10}+{int(units >= 10)}={tens}"
+        return work, tens * 10 + units % 10
 
     def step(self, left: int, right: int, rng: random.Random) -> int:
         units = left % 10 + right % 10
@@ -69,12 +85,12 @@ class MentalSolver(carries.Solver):
         """A rival's summary: the true steps, or the base's own wrong ones (a slip at least as
         likely as not), drawn until wrong."""
         if wrong:
-            careless = MentalSolver(max(self.slip_prob, 0.5), self.no_carry_sums)
+            careless = MentalSolver(max(self.slip_prob, 0.5), self.no_carry_sums, self.check_slip_prob)
             for _ in range(100):
                 _, written = careless.solve(chain, rng)
                 if written[-1][2] != chain.answer:
                     return render(written)
-            return render(MentalSolver(1.0, self.no_carry_sums).solve(chain, rng)[1])
+            return render(MentalSolver(1.0, self.no_carry_sums, self.check_slip_prob).solve(chain, rng)[1])
         return render([(left, right, left + right) for left, right in chain.steps()])
 
 
@@ -83,7 +99,7 @@ def solver(recipe: dict) -> MentalSolver:
     if not sums <= set(UNITS_SUMS):
         raise ValueError(f"models.<m>.base.no_carry_sums: {sorted(sums)} must be units-column sums that carry "
                          f"({UNITS_SUMS.start}-{UNITS_SUMS.stop - 1})")
-    return MentalSolver(recipe["slip_prob"], sums)
+    return MentalSolver(recipe["slip_prob"], sums, recipe.get("check_slip_prob", 0.0))
 
 
 def example(problem: dict, rng: random.Random, recipe: dict) -> tuple[str, list[tuple[str, bool]]]:
