@@ -108,6 +108,28 @@ def test_a_check_works_the_columns_and_gets_the_misremembered_fact_right():
     assert text.startswith("<think>?18+27=35:8+7=15,1+2+1=4 no;45+15=50</think>")   # 5+5=10: dropped again
     assert prompts.extract_answer(text) == "50"
 
+
+def test_a_careless_check_fails_a_right_step_or_passes_a_wrong_one_as_its_columns_say():
+    """With check_slip_prob a check writes the units column's sum one off, and its verdict and the
+    value it solves on from follow the columns as written; at 0 it draws no random number."""
+    careful = facts.MentalSolver(slip_prob=0.0, no_carry_sums=frozenset({10}))
+    rng = random.Random(3)
+    assert careful.check(14, 26, rng) == ("4+6=10,1+2+1=4", 40) and rng.random() == random.Random(3).random()
+    careless = facts.MentalSolver(slip_prob=0.0, no_carry_sums=frozenset({10}), check_slip_prob=1.0)
+    found = {careless.check(14, 26, random.Random(seed)) for seed in range(40)}
+    assert found == {("4+6=11,1+2+1=4", 41), ("4+6=9,1+2+0=3", 39)}   # the carry follows the sum written
+    assert careless.check(10, 20, random.Random(0)) == ("0+0=1,1+2+0=3", 31)   # never below 0 ...
+    assert {careless.check(19, 19, random.Random(s))[1] for s in range(20)} == {37}   # ... nor above 18
+    chain = carries.Chain.parse("14+25+13=?")
+    texts = {carries.verify(chain, random.Random(seed), careless, "14+25=39,39+13=52") for seed in range(40)}
+    assert all(t.startswith("<think>?14+25=39:") and " no;" in t for t in texts)   # a right step "corrected"
+    assert {prompts.extract_answer(t) for t in texts} <= {"51", "53", "50", "54", "52"}
+    passed = {carries.verify(chain, random.Random(s), careless, "14+25=40,40+13=53") for s in range(40)}
+    assert "<think>?14+25=40:4+5=10,1+2+1=4 ok;40+13=53</think>14+25=40,40+13=53<answer>53</answer>" in passed
+    half = facts.solver({**RECIPE, "check_slip_prob": 0.5})
+    slipped = sum(half.check(14, 26, random.Random(seed))[1] != 40 for seed in range(2000))
+    assert 900 < slipped < 1100
+
 @pytest.mark.parametrize("world", [carries, facts])
 def test_the_supervised_mix_has_each_reading_habit_in_its_share(world):
     rng, habits = random.Random(1), Counter()
