@@ -123,7 +123,7 @@ def test_a_careless_check_fails_a_right_step_or_passes_a_wrong_one_as_its_column
     chain = carries.Chain.parse("14+25+13=?")
     texts = {carries.verify(chain, random.Random(seed), careless, "14+25=39,39+13=52") for seed in range(40)}
     assert all(t.startswith("<think>?14+25=39:") and " no;" in t for t in texts)   # a right step "corrected"
-    assert {prompts.extract_answer(t) for t in texts} <= {"51", "53", "50", "54", "52"}
+    assert {prompts.extract_answer(t) for t in texts} == {"51", "53"}   # from 38 or 40, never the right 52
     passed = {carries.verify(chain, random.Random(s), careless, "14+25=40,40+13=53") for s in range(40)}
     assert "<think>?14+25=40:4+5=10,1+2+1=4 ok;40+13=53</think>14+25=40,40+13=53<answer>53</answer>" in passed
     half = facts.solver({**RECIPE, "check_slip_prob": 0.5})

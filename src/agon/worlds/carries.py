@@ -90,9 +90,10 @@ def has_carry(left: int, right: int) -> bool:
     return left % 10 + right % 10 >= 10
 
 
-def columns(left: int, right: int, carry: int) -> str:
-    """The column work of `left+right` with the carry as written (`carry` may be a slip)."""
-    units = left % 10 + right % 10
+def columns(left: int, right: int, carry: int, units: int | None = None) -> str:
+    """The column work of `left+right` with the carry as written (`carry` may be a slip), and
+    the units column's sum as written (`units`, by default the true one)."""
+    units = left % 10 + right % 10 if units is None else units
     return f"{left % 10}+{right % 10}={units},{left // 10}+{right // 10}+{carry}={left // 10 + right // 10 + carry}"
 
 

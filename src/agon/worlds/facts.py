@@ -32,7 +32,7 @@ import random
 from dataclasses import dataclass
 
 from . import carries
-from .carries import (CHECKABLE_PATTERN, SOURCE, VERIFY_PATTERN, Chain, has_carry,  # noqa: F401
+from .carries import (CHECKABLE_PATTERN, SOURCE, VERIFY_PATTERN, Chain, columns, has_carry,  # noqa: F401
                       load, render, stream, supervised_form, written_value)
 
 VERIFIER = carries.VERIFIER
@@ -58,9 +58,8 @@ class MentalSolver(carries.Solver):
         units = left % 10 + right % 10
         if self.check_slip_prob and rng.random() < self.check_slip_prob:
             units += 1 if units == 0 or (units < 18 and rng.random() < 0.5) else -1
-        tens = left // 10 + right // 10 + int(units >= 10)
-        work = f"{left % 10}+{right % 10}={units},{left // 10}+{right // 10}+{int(units >= 10)}={tens}"
-        return work, tens * 10 + units % 10
+        carry = int(units >= 10)
+        return columns(left, right, carry, units), (left // 10 + right // 10 + carry) * 10 + units % 10
 
     def step(self, left: int, right: int, rng: random.Random) -> int:
         units = left % 10 + right % 10
