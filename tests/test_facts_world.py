@@ -32,7 +32,8 @@ models:
     paper_model: qwen3-0.6b
     base: {{source: train, world: facts, seed: 0, steps: 600, batch_size: 16, lr: 0.02, threads: 1,
            level_weights: [1, 1, 1, 1], attempt_prob: 0.5, attempt_wrong_prob: 0.5, two_attempts_prob: 0.3,
-           loss_weighting: token, slip_prob: 0.2, no_carry_sums: [10, 11], copy_prob: 0.45, verify_prob: 0.2,
+           loss_weighting: token, slip_prob: 0.2, check_slip_prob: 0.3, no_carry_sums: [10, 11], copy_prob: 0.45,
+           verify_prob: 0.25,
            arch: {{hidden_size: 32, num_layers: 2, num_heads: 2, num_kv_heads: 1, intermediate_size: 64,
                   max_positions: 256}}}}
 train: {{problems_per_step: 4, epochs: 1, checkpoint_every: 1, snapshot_every: 1, lora: {{rank: 4, alpha: 8}}}}
