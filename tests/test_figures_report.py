@@ -1,5 +1,6 @@
 """Figures 7a/7b and the markdown run report."""
 
+import statistics
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,15 @@ def texts(fig):
 def test_scatter_one_row_writes_png_and_pdf(tmp_path):
     prefix = tmp_path / "fig7a"
     check_written(figures.pass_vs_length([row("grpo", 0, 12, 40, 30.5)], prefix, "7a"), prefix)
+
+
+def test_scatter_draws_seeds_whose_equal_values_average_past_themselves(tmp_path):
+    """Three seeds of one length (a single pass whose length the problem fixes): their mean,
+    52.36249999999999, falls below each of them, and the seeds' bar still draws."""
+    rows = [row("grpo", seed, k, 800, 52.3625) for seed, k in enumerate((437, 438, 434))]
+    assert statistics.fmean([52.3625] * 3) < 52.3625
+    prefix = tmp_path / "fig7a"
+    check_written(figures.pass_vs_length(rows, prefix, "7a"), prefix)
 
 
 def test_scatter_seeds_and_paper_points_are_drawn(captured):

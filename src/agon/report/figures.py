@@ -203,8 +203,10 @@ def _draw_our_points(ax, rows: list[dict]):
             lx = [float(r["mean_length"]) for r in members]
             ly = [100 * r["pass_at_1"] for r in members]
             x, y = statistics.fmean(lx), statistics.fmean(ly)
-            ax.errorbar([x], [y], xerr=[[x - min(lx)], [max(lx) - x]],
-                        yerr=[[y - min(ly)], [max(ly) - y]], fmt=mk, color=OURS, ms=7,
+            # the mean of equal values can round past them (fmean of three 52.3625 is 52.36249999999999):
+            # a bar's side is never below 0
+            ax.errorbar([x], [y], xerr=[[max(0.0, x - min(lx))], [max(0.0, max(lx) - x)]],
+                        yerr=[[max(0.0, y - min(ly))], [max(0.0, max(ly) - y)]], fmt=mk, color=OURS, ms=7,
                         mec="black", mew=0.8, capsize=4, elinewidth=1.6, zorder=4)
             label += f" ({len(members)} seeds)"
         xs_all.append(x)
