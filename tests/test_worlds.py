@@ -130,6 +130,7 @@ def test_a_careless_check_fails_a_right_step_or_passes_a_wrong_one_as_its_column
     slipped = sum(half.check(14, 26, random.Random(seed))[1] != 40 for seed in range(2000))
     assert 900 < slipped < 1100
 
+
 @pytest.mark.parametrize("world", [carries, facts])
 def test_the_supervised_mix_has_each_reading_habit_in_its_share(world):
     rng, habits = random.Random(1), Counter()

@@ -97,9 +97,11 @@ def columns(left: int, right: int, carry: int, units: int | None = None) -> str:
     return f"{left % 10}+{right % 10}={units},{left // 10}+{right // 10}+{carry}={left // 10 + right // 10 + carry}"
 
 
-def written_value(left: int, right: int, carry: int) -> int:
-    """The sum a solver writes from its columns: units digit, tens from the written carry."""
-    return (left // 10 + right // 10 + carry) * 10 + (left % 10 + right % 10) % 10
+def written_value(left: int, right: int, carry: int, units: int | None = None) -> int:
+    """The sum a solver writes from its columns: units digit, tens from the written carry (and
+    the units column's sum as written, `units`, by default the true one)."""
+    units = left % 10 + right % 10 if units is None else units
+    return (left // 10 + right // 10 + carry) * 10 + units % 10
 
 
 def form(chain: Chain) -> str:

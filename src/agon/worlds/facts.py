@@ -29,7 +29,7 @@ base's own, drawn until wrong.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import carries
 from .carries import (CHECKABLE_PATTERN, SOURCE, VERIFY_PATTERN, Chain, columns, has_carry,  # noqa: F401
@@ -59,7 +59,7 @@ class MentalSolver(carries.Solver):
         if self.check_slip_prob and rng.random() < self.check_slip_prob:
             units += 1 if units == 0 or (units < 18 and rng.random() < 0.5) else -1
         carry = int(units >= 10)
-        return columns(left, right, carry, units), (left // 10 + right // 10 + carry) * 10 + units % 10
+        return columns(left, right, carry, units), written_value(left, right, carry, units)
 
     def step(self, left: int, right: int, rng: random.Random) -> int:
         units = left % 10 + right % 10
@@ -84,12 +84,12 @@ class MentalSolver(carries.Solver):
         """A rival's summary: the true steps, or the base's own wrong ones (a slip at least as
         likely as not), drawn until wrong."""
         if wrong:
-            careless = MentalSolver(max(self.slip_prob, 0.5), self.no_carry_sums, self.check_slip_prob)
+            careless = replace(self, slip_prob=max(self.slip_prob, 0.5))
             for _ in range(100):
                 _, written = careless.solve(chain, rng)
                 if written[-1][2] != chain.answer:
                     return render(written)
-            return render(MentalSolver(1.0, self.no_carry_sums, self.check_slip_prob).solve(chain, rng)[1])
+            return render(replace(self, slip_prob=1.0).solve(chain, rng)[1])
         return render([(left, right, left + right) for left, right in chain.steps()])
 
 
