@@ -1,9 +1,9 @@
 """Probe: does one epoch of GRPO lift a toy base's single pass, at a given cap and learning rate?
 
-    python scripts/grpo_probe.py [--run results/toy] [--cap 96] [--lr 5e-4] [--lam 0.5] [--seed 0] [--steps N]
+    python scripts/grpo_probe.py [--run results/search] [--cap 96] [--lr 5e-4] [--lam 0.5] [--seed 0] [--steps N]
 
-A development tool, not a pipeline step: it trains the default's GRPO cell in this
-process (agon's own Trainer, the default's `train` and `methods.grpo`, 1 thread) on the
+A development tool for the search world (config/search.yaml), not a pipeline step: it trains
+that config's GRPO cell in this process (agon's own Trainer, the default's `train` and `methods.grpo`, 1 thread) on the
 run's base and train split (one epoch, or its first `--steps` steps), with `--cap` as both the training and the evaluation
 `max_new_tokens`, `--lr` as the learning rate and `--lam` as the format weight. Then it
 samples the held-out split once with the bare base and once with the trained adapter
@@ -77,7 +77,7 @@ def toy_trainer(cfg: dict, run: Path, train: dict, sampling: dict, method: str, 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--run", default=str(ROOT / "results" / "toy"), help="a run's results folder")
+    parser.add_argument("--run", default=str(ROOT / "results" / "search"), help="a search-world run's results folder")
     parser.add_argument("--cap", type=int, default=96, help="max_new_tokens, in training and evaluation")
     parser.add_argument("--lr", type=float, default=None, help="default: the config's train.lr")
     parser.add_argument("--lam", type=float, default=None, help="the format weight; default: the config's train.lam")
@@ -88,7 +88,7 @@ def main() -> None:
     from agon import io
     from agon.config import load
 
-    cfg = load(ROOT / "config" / "config.yaml")
+    cfg = load(ROOT / "config" / "search.yaml")
     run = Path(args.run)
     sampling = {**cfg["sampling"]["train"], "max_new_tokens": args.cap}
     train = {**cfg["train"], "lr": args.lr if args.lr is not None else cfg["train"]["lr"], "max_steps": args.steps,

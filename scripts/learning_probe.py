@@ -1,6 +1,6 @@
 """Does RL learn? One training cell of the default, read on its training curve and on validation.
 
-    python scripts/learning_probe.py [--run results/toy] [--method grpo] [--seed 0]
+    python scripts/learning_probe.py [--config config/config.yaml] [--run results/toy] [--method grpo] [--seed 0]
         [--set train.KEY=VALUE | sampling.KEY=VALUE | method.KEY=VALUE ...] [--precision P]
         [--metrics FILE] [--gradient-agreement]
 
@@ -77,6 +77,7 @@ def apply_settings(items: list[str], sections: dict[str, dict]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--config", default=str(ROOT / "config" / "config.yaml"), help="the run's config (its toy model's)")
     ap.add_argument("--run", default=str(ROOT / "results" / "toy"))
     ap.add_argument("--method", default="grpo")
     ap.add_argument("--seed", type=int, default=0)
@@ -95,18 +96,19 @@ def main() -> None:
     from agon.config import load
     from agon.rl.trainer import StepContext
 
-    cfg = load(ROOT / "config" / "config.yaml")
+    cfg = load(args.config)
     run = Path(args.run)
+    data = run / "data" / cfg["models"]["toy"]["train_data"]
     train, sampling = dict(cfg["train"]), dict(cfg["sampling"]["train"])
     evaluation = dict(cfg["sampling"]["eval"])  # the base's rates and validation: never changed by --set
     if args.precision:
         cfg["precision"] = args.precision
     if args.method not in cfg["methods"]:
-        raise SystemExit(f"--method {args.method!r}: not a method of config/config.yaml; known: {sorted(cfg['methods'])}")
+        raise SystemExit(f"--method {args.method!r}: not a method of {args.config}; known: {sorted(cfg['methods'])}")
     method = cfg["methods"][args.method] = dict(cfg["methods"][args.method])
     apply_settings(args.set, {"train": train, "sampling": sampling, "method": method})
     trainer, fmt = toy_trainer(cfg, run, train, sampling, args.method, args.seed)
-    problems = io.read_jsonl(run / "data" / "toy_math" / "train.jsonl")
+    problems = io.read_jsonl(data / "train.jsonl")
     per_step = train["problems_per_step"]
 
     if args.gradient_agreement:
@@ -160,7 +162,7 @@ def main() -> None:
                 print(f"  {stream} {key} per sixth: "
                       + " ".join(f"{sum(v) / len(v):.3f}" if v else "  n/a" for v in parts))
 
-    validation = io.read_jsonl(run / "data" / "toy_math" / "validation.jsonl")
+    validation = io.read_jsonl(data / "validation.jsonl")
     repeated = [p for p in validation for _ in range(VALIDATION_SAMPLES)]
 
     def right(adapter):

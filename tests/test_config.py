@@ -46,8 +46,8 @@ def test_mistyped_value_is_named(base_config):
 
 
 def test_missing_key_is_named(base_config):
-    bad = _mutated(base_config, ["datasets", "toy_math", "heldout"], None, delete=True)
-    with pytest.raises(ConfigError, match=r"missing config key\(s\) 'datasets.toy_math.heldout'"):
+    bad = _mutated(base_config, ["datasets", "toy_carries", "heldout"], None, delete=True)
+    with pytest.raises(ConfigError, match=r"missing config key\(s\) 'datasets.toy_carries.heldout'"):
         validate(bad)
 
 
@@ -188,11 +188,11 @@ def test_dataset_references_are_checked(base_config):
     bad = _mutated(base_config, ["benchmarks", "heldout", "dataset"], "toy_mth")
     with pytest.raises(ConfigError, match=r"benchmarks.heldout.dataset: unknown dataset 'toy_mth'"):
         validate(bad)
-    bad = _mutated(base_config, ["benchmarks", "validation", "dataset"], "toy_math_easy")
-    with pytest.raises(ConfigError, match=r"benchmarks.validation: dataset 'toy_math_easy' has validation: 0"):
+    bad = _mutated(base_config, ["benchmarks", "validation", "dataset"], "toy_carries_transfer")
+    with pytest.raises(ConfigError, match=r"benchmarks.validation: dataset 'toy_carries_transfer' has validation: 0"):
         validate(bad)
-    bad = _mutated(base_config, ["models", "toy", "train_data"], "toy_math_easy")
-    with pytest.raises(ConfigError, match=r"models.toy.train_data: dataset 'toy_math_easy' has train: 0"):
+    bad = _mutated(base_config, ["models", "toy", "train_data"], "toy_carries_transfer")
+    with pytest.raises(ConfigError, match=r"models.toy.train_data: dataset 'toy_carries_transfer' has train: 0"):
         validate(bad)
 
 
@@ -250,7 +250,7 @@ def test_each_problem_is_one_line_naming_its_file_and_line(tmp_path):
     with pytest.raises(ConfigError) as e:
         load(path)
     lines = str(e.value).splitlines()
-    assert lines[0] == f"invalid config ({path}, {ROOT / 'config' / 'test.yaml'}, {ROOT / 'config' / 'config.yaml'}):"
+    assert lines[0] == f"invalid config ({path}, {ROOT / 'config' / 'test.yaml'}, {ROOT / 'config' / 'search.yaml'}):"
     assert lines[1].startswith(f"  {path}:4: unknown config key 'train.lerning_rate'") and len(lines) == 2
     # a reference problem (checked after the schema passes), named where the key was written
     path.write_text(f"extends: {ROOT / 'config' / 'test.yaml'}\nmodels:\n  toy: {{train_data: nope}}\n")
@@ -259,11 +259,11 @@ def test_each_problem_is_one_line_naming_its_file_and_line(tmp_path):
     # a key the extending file does not hold is named in the file that does
     with pytest.raises(ConfigError) as e:
         validate(_mutated(load(ROOT / "config" / "test.yaml"), ["train", "lr"], "fast"),
-                 [ROOT / "config" / "test.yaml", ROOT / "config" / "config.yaml"])
-    text = (ROOT / "config" / "config.yaml").read_text().splitlines()
+                 [ROOT / "config" / "test.yaml", ROOT / "config" / "search.yaml"])
+    text = (ROOT / "config" / "search.yaml").read_text().splitlines()
     train = text.index("train:")
     line = next(i for i, t in enumerate(text[train:], train + 1) if t.startswith("  lr:"))
-    assert f"{ROOT / 'config' / 'config.yaml'}:{line}: config key 'train.lr'" in str(e.value)
+    assert f"{ROOT / 'config' / 'search.yaml'}:{line}: config key 'train.lr'" in str(e.value)
 
 
 def test_a_split_larger_than_a_generated_pool_fails_at_load(tmp_path):

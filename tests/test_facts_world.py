@@ -1,4 +1,4 @@
-"""config/facts.yaml (over config/carries.yaml) end to end at tiny sizes: the facts world's base
+"""The default's world (config/config.yaml, the facts world) end to end at tiny sizes: its base
 trained from its recipe, every cell Table 0 reads, and the rows only these worlds' spec asks for
 (the reading rows, the transfer set, the range targets, the reading gate, reading after
 training). About 2-3 minutes on 2 cores; nothing else runs these configs' own Table 0 through the
@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.workflow
 
-SMALL = """extends: {root}/config/facts.yaml
+SMALL = """extends: {root}/config/config.yaml
 run: small
 datasets:                     # one or two additions: a tiny base closes the format at 64 tokens
   toy_carries: {{seed: 7, heldout: 16, validation: 8, train: 4,

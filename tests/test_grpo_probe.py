@@ -6,7 +6,7 @@ from pathlib import Path
 from agon.config import load
 from agon.data import toy_math
 
-HABIT = load(Path(__file__).resolve().parents[1] / "config" / "config.yaml")["tables"]["table0_preconditions"]["habit"]
+HABIT = load(Path(__file__).resolve().parents[1] / "config" / "search.yaml")["tables"]["table0_preconditions"]["habit"]
 
 SPEC = importlib.util.spec_from_file_location("grpo_probe", Path(__file__).resolve().parents[1] / "scripts" / "grpo_probe.py")
 probe = importlib.util.module_from_spec(SPEC)

@@ -123,7 +123,7 @@ def test_only_a_trained_base_is_pinned(world, tmp_path):
 
 
 @pytest.mark.parametrize("config_name, model", [("config.yaml", "toy"), ("config.yaml", "toy_code"),
-                                               ("carries.yaml", "toy"), ("facts.yaml", "toy")])
+                                               ("search.yaml", "toy"), ("carries.yaml", "toy")])
 def test_the_repositorys_pinned_bases_fit_their_configs(config_name, model):
     """Each config's recipes are the ones its pinned bases were trained with (a changed recipe
     must come with a new pin), and every file of the snapshot is the one its manifest names."""
@@ -152,11 +152,11 @@ def test_the_default_runs_base_jobs_install_the_pinned_bases(tmp_path):
     """config.yaml's `base` jobs check and copy models/<m> (seconds), training nothing."""
     snakemake(tmp_path, "results/toy/models/toy/base", "results/toy/models/toy_code/base",
               "--configfile", str(ROOT / "config" / "config.yaml"))
-    for model in ("toy", "toy_code"):
+    for model, snapshot in (("toy", "toy_facts"), ("toy_code", "toy_code")):
         base = tmp_path / "results" / "toy" / "models" / model / "base"
-        manifest = json.loads((ROOT / "models" / model / pinned.MANIFEST).read_text())
+        manifest = json.loads((ROOT / "models" / snapshot / pinned.MANIFEST).read_text())
         record = json.loads((base / pinned.BASE_RECORD).read_text())
-        assert record["source"] == "pinned" and record["pinned_path"] == f"models/{model}"
+        assert record["source"] == "pinned" and record["pinned_path"] == f"models/{snapshot}"
         assert record["sha256"] == manifest["files"]["model.safetensors"] == pinned.weights_sha256(base)
         assert "base step" not in (tmp_path / "results" / "toy" / "logs" / "base" / f"{model}.log").read_text()
 
@@ -164,12 +164,12 @@ def test_the_default_runs_base_jobs_install_the_pinned_bases(tmp_path):
 @pytest.mark.workflow
 def test_a_changed_split_seed_or_recipe_stops_the_base_job_before_anything_is_installed(tmp_path):
     changed = tmp_path / "changed.yaml"
-    changed.write_text("extends: config.yaml\nrun: changed\ndatasets: {toy_math: {seed: 1}}\n"
-                       "models: {toy: {base: {steps: 601}}}\n")
+    changed.write_text("extends: config.yaml\nrun: changed\ndatasets: {toy_carries: {seed: 1}}\n"
+                       "models: {toy: {base: {steps: 1801}}}\n")
     proc = snakemake(tmp_path, "results/changed/models/toy/base", "--configfile", str(changed), check=False)
     assert proc.returncode != 0
     log = (tmp_path / "results" / "changed" / "logs" / "base" / "toy.log").read_text()
-    assert "split toy_math/heldout (datasets.toy_math): its content hash is" in log, log
-    assert "models.toy.base.steps: the pinned base was trained with 600, this config has 601" in log, log
+    assert "split toy_carries/heldout (datasets.toy_carries): its content hash is" in log, log
+    assert "models.toy.base.steps: the pinned base was trained with 1800, this config has 1801" in log, log
     assert "set models.toy.base.source: train" in log, log
     assert not (tmp_path / "results" / "changed" / "models" / "toy" / "base").exists()

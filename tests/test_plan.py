@@ -116,7 +116,7 @@ def test_the_job_specs_name_their_inputs_and_outputs():
     assert evaluation["out_dir"] == "results/toy/eval/toy/agon/seed0" and evaluation["adapters"] == ["A", "B"]
     assert [tuple(n) for n in evaluation["needs"]] == N.eval_needs(config, "toy", "agon")
     untrained = plan.eval_inputs("toy", UNTRAINED, 0)
-    assert "adapters" not in untrained and untrained["benchmark_heldout"] == "results/toy/data/toy_math/heldout.jsonl"
+    assert "adapters" not in untrained and untrained["benchmark_heldout"] == "results/toy/data/toy_carries/heldout.jsonl"
     assert plan.eval_inputs("toy_code", "grpo", 0)["sandbox"] == "results/toy/sandbox.json"   # code is graded in the sandbox
     curve = json.loads(plan.curve_spec("toy", "agon", 0))
     assert curve["candidates"] == config["picks"]["agon"] and curve["snapshots"].endswith("/train/toy/agon/seed0/snapshots")

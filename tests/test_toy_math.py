@@ -159,7 +159,7 @@ def test_table0s_habit_pattern_finds_every_supervised_bisection_and_no_failed_bl
 
     from agon.config import load
 
-    config = load(Path(__file__).resolve().parents[1] / "config" / "config.yaml")
+    config = load(Path(__file__).resolve().parents[1] / "config" / "search.yaml")
     habit = re.compile(config["tables"]["table0_preconditions"]["habit"]["pattern"])
     rng = random.Random(2)
     problems = toy_math.generate(300, 0, levels=[toy_math.SEARCH_LEVEL])

@@ -32,7 +32,7 @@ def test_registry_names_each_world_and_rejects_an_unknown_one():
         worlds.get("nope")
 
 
-@pytest.mark.parametrize("name, world", [("carries.yaml", carries), ("facts.yaml", facts)])
+@pytest.mark.parametrize("name, world", [("carries.yaml", carries), ("config.yaml", facts)])
 def test_a_world_s_table_0_reads_completions_with_the_world_s_own_patterns(name, world):
     config = load(CONFIG / name)
     assert worlds.get(config["models"]["toy"]["base"]["world"]) is world
