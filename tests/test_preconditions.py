@@ -367,6 +367,35 @@ def test_the_reading_gate_needs_the_gate_method_s_challenger_to_read_better(tmp_
     assert coop[0]["target"] == ""
 
 
+def test_a_challenger_that_reads_no_draft_has_no_conversion_target_but_keeps_its_numbers(tmp_path):
+    """The shared and hidden rivals' challengers answer the plain prompt: their conversion rate is a
+    pass rate on the rival's failures, which narrow as the rival learns. The same falling metrics
+    miss 'does not fall' in a cell whose challenger reads the draft, and have no target in a blind
+    one; the reward's target stays. The config names the blind methods by their exchange."""
+    files = []
+    for method in ("hidden_rival", "agon"):
+        cell = tmp_path / "train" / "toy" / method / "seed0"
+        io.write_jsonl(cell / "metrics.jsonl", [
+            {"step": s, "streams": {"challenger:B": {"reward": 1.0 + 0.01 * (s % 2),
+                                                     "conversion_rate": 0.5 - 0.005 * s + 0.02 * (s % 2)}}}
+            for s in range(48)])
+        io.write_json(cell / "adapters" / "train_summary.json", {"steps": 48})
+        files.append(str(cell / "metrics.jsonl"))
+    rows = preconditions.learning_rows(files, blind=["hidden_rival"])
+    conversion = {r["quantity"].split()[0]: r for r in rows if "conversion" in r["quantity"]}
+    assert conversion["agon"]["target"] == preconditions.HOLDS and conversion["agon"]["meets"] == "no"
+    blind = conversion["hidden_rival"]
+    assert blind["target"] == preconditions.NO_DRAFT and blind["meets"] == ""
+    assert blind["value"] == conversion["agon"]["value"] and blind["ci_high"] < 0   # the numbers stay
+    reward = [r for r in rows if r["quantity"].startswith("hidden_rival") and "reward" in r["quantity"]]
+    assert reward[0]["target"] == preconditions.HOLDS
+    from agon.config import load as load_config
+    from agon.plan import needs
+
+    config = load_config(Path(__file__).resolve().parents[1] / "config" / "config.yaml")
+    assert needs.blind_challengers(config) == ["hidden_rival", "shared_rival"]
+
+
 def test_a_gain_on_the_edge_of_its_range_meets_it():
     """20 more right of 400 is a gain of exactly +0.05, though 168/400 - 148/400 is 0.04999... in floats."""
     def records(right):

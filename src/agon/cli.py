@@ -141,7 +141,7 @@ def cmd_training_curves(args) -> None:
         if model != args.model:
             raise ValueError(f"{path}: a cell of model {model!r}, not of {args.model!r} whose figure this is")
         cells[(method, seed)] = steps
-    figures.cell_training_curves(args.model, cells, args.out_prefix)
+    figures.cell_training_curves(args.model, cells, args.out_prefix, args.blind_challengers)
 
 
 def cmd_report(args) -> None:
@@ -301,6 +301,8 @@ def main(argv=None) -> None:
     p = sub.add_parser("training-curves", help="one model's per-step training curves from metrics.jsonl")
     p.add_argument("--model", required=True)
     p.add_argument("--metrics", nargs="+", required=True, help="the model's cells' metrics.jsonl")
+    p.add_argument("--blind-challengers", nargs="*", default=[],
+                   help="methods whose challenger reads no draft: no target for its conversion rate")
     p.add_argument("--out-prefix", required=True)
     p.set_defaults(func=cmd_training_curves)
 

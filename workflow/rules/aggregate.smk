@@ -78,13 +78,14 @@ rule training_curves:
                    labels={"figure": "training curves {model}", "format": "pdf"}),
     params:
         prefix=lambda wc, output: output.png.removesuffix(".png"),
+        blind=" ".join(blind_challengers()),
     log:
         f"{R}/logs/figures/training_{{model}}.log",
     conda:
         CPU_ENV
     shell:
-        "agon training-curves --model {wildcards.model} --metrics {input.metrics} --out-prefix {params.prefix} "
-        "> {log} 2>&1"
+        "agon training-curves --model {wildcards.model} --metrics {input.metrics} "
+        "--blind-challengers {params.blind} --out-prefix {params.prefix} > {log} 2>&1"
 
 
 rule report:

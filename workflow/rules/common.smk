@@ -161,3 +161,8 @@ def model_metrics(wc):
 
 def trained_models(wc=None):
     return PLAN.trained_models()
+
+
+def blind_challengers():
+    """Methods whose challenger reads no draft: the training curves set no target for its conversion."""
+    return plan_needs.blind_challengers(PLAN.config)

@@ -63,6 +63,13 @@ def table_needs(config: dict, table: str) -> list[tuple[str, str]]:
     return row_needs(config, t["rows"], table_benchmarks(t), select_on)
 
 
+def blind_challengers(config: dict) -> list[str]:
+    """The pair methods whose challenger never reads its rival's draft (exchange: shared or hidden):
+    Table 0's section 7 and the training curves give their conversion rate no target."""
+    return sorted(m for m, spec in config["methods"].items()
+                  if spec["kind"] == "pair" and spec.get("exchange", "visible") != "visible")
+
+
 def table_picks(config: dict, t: dict) -> dict[str, list[str]]:
     """The picks among a table's rows, contrasts and claims: {row: candidates}."""
     picks = config.get("picks", {})

@@ -297,6 +297,8 @@ class Plan:
             "paper_models": {m: config["models"][m].get("paper_model") for m in N.table_models(config, table)},
             "absent_models": [m for m in t["models"] if m not in config["models"]],
             "splits": self.table_splits(table),
+            **({"blind_challengers": N.blind_challengers(config)} if N.table_kind(config, table) == "preconditions"
+               else {}),
             **({"unisolated_code": True} if unisolated else {}),  # the note below says so
         })
 

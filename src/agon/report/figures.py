@@ -447,7 +447,7 @@ def _mark_verdict(ax, v: dict, colour: str, lw: float) -> None:
                 marker="_", ms=6, zorder=4, gid="verdict")
 
 
-def training_figure(model: str, cells: dict[tuple[str, int], list[dict]]) -> Figure:
+def training_figure(model: str, cells: dict[tuple[str, int], list[dict]], blind=()) -> Figure:
     """One model's training curves as small multiples: a row per method, a column per metric
     (TRAINING_COLUMNS), every stream of the method in its panel (legend: role and adapter), axes
     shared within a column. Each stream's raw per-step values are faint dots under their
@@ -457,12 +457,13 @@ def training_figure(model: str, cells: dict[tuple[str, int], list[dict]]) -> Fig
     last windows' means are bars on the panel, the interval of their difference stands on the last
     window, and the difference, interval and verdict are written in the stream's colour.
 
-    cells: {(method, seed): metrics.jsonl records}. Returns the Figure (nothing written)."""
+    cells: {(method, seed): metrics.jsonl records}; blind: the methods whose challenger reads no
+    draft (no target for its conversion rate). Returns the Figure (nothing written)."""
     with matplotlib.rc_context(_STYLE):  # fonts are fixed when the artists are made
-        return _training_figure(model, cells)
+        return _training_figure(model, cells, blind)
 
 
-def _training_figure(model: str, cells: dict[tuple[str, int], list[dict]]) -> Figure:
+def _training_figure(model: str, cells: dict[tuple[str, int], list[dict]], blind=()) -> Figure:
     from .preconditions import stream_verdicts
 
     methods = _ordered_unique(m for m, _ in cells)
@@ -479,7 +480,8 @@ def _training_figure(model: str, cells: dict[tuple[str, int], list[dict]]) -> Fi
         # policy or drafter before challenger, then by adapter: the same order in every row
         streams = sorted(dict.fromkeys(k for h in histories for r in h for k in r["streams"]),
                          key=lambda k: (k.startswith("challenger:"), k.partition(":")[2], k))
-        verdicts = [{(v["stream"], v["metric"]): v for v in stream_verdicts(h)} for h in histories]
+        verdicts = [{(v["stream"], v["metric"]): v for v in stream_verdicts(h, reads=method not in blind)}
+                    for h in histories]
         for col, (title, key, read) in enumerate(columns):
             ax = axes[row][col]
             lines = []
@@ -542,11 +544,12 @@ def _training_figure(model: str, cells: dict[tuple[str, int], list[dict]]) -> Fi
     return fig
 
 
-def cell_training_curves(model: str, cells: dict[tuple[str, int], list[dict]], out_prefix) -> tuple[str, str]:
+def cell_training_curves(model: str, cells: dict[tuple[str, int], list[dict]], out_prefix,
+                         blind=()) -> tuple[str, str]:
     """training_figure of one model's cells, written as <out_prefix>.png and .pdf; no cells: a
     figure saying so."""
     with matplotlib.rc_context(_STYLE):
         if not cells:
             title = f"Training curves - {model} (per step, from metrics.jsonl)"
             return _save(_message_figure(title, "no trained cells for this model", "optimizer step", ""), out_prefix)
-        return _save(training_figure(model, cells), out_prefix)
+        return _save(training_figure(model, cells, blind), out_prefix)

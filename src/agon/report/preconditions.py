@@ -61,7 +61,8 @@ is computed from per-problem records (and, for section 5, training metrics):
                       rotating roles) the windows widen up to halves; a stream with too few
                       even then keeps its means, has no verdict, and its row says so.
                       Targets: no stream's reward or conversion rate falls (the interval's
-                      high end >= 0); a lone policy's (GRPO's) pass rate rises (low end > 0)
+                      high end >= 0; no conversion target where the challenger reads no
+                      draft, the spec's `blind_challengers`: NO_DRAFT); a lone policy's (GRPO's) pass rate rises (low end > 0)
                       where its windows hold RISE_MIN_VALUES steps each (a shorter run's row
                       keeps its numbers and says it cannot resolve a rise).
                       The training-curves figure marks each verdict (stream_verdicts).
@@ -432,6 +433,12 @@ LEARNING_METRICS = (("reward", "reward"), ("pass_rate", "pass rate"), ("conversi
 # challenger's conversion rate and its share of reads that check the rival's steps must both rise.
 GATE_METRICS = ("conversion_rate", "verifying_share")
 RISES, HOLDS = "rises (interval above 0)", "does not fall (interval not below 0)"
+# A challenger that reads no draft (the shared and hidden rivals: exchange other than visible) has
+# no reading to lose. Its conversion rate is its pass rate on the problems its rival failed, and
+# those narrow to the hardest as the rival learns: the rate can fall while nothing was unlearned
+# (the facts world's misconception problems, which no single pass gets right). It is printed
+# without a target.
+NO_DRAFT = "none: it reads no draft (a pass rate on its rival's failures, which narrow as the rival learns)"
 MIN_VALUES = 4  # per window: Welch's t on fewer than 4 and 4 values has 6 degrees of freedom or less
 # A rise needs more: GRPO's pass rate in the default's math cell rose +0.061 with an interval of
 # +-0.040 over windows of 24 steps. Over windows of 4 (the code model's 16 steps) the same spread
@@ -453,13 +460,14 @@ def _window(at: list[int], total: int) -> int:
     return span
 
 
-def stream_verdicts(steps: list[dict], gate: bool = False) -> list[dict]:
+def stream_verdicts(steps: list[dict], gate: bool = False, reads: bool = True) -> list[dict]:
     """Section 7 for one cell: per stream and metric of LEARNING_METRICS, its windows, their means,
     the difference's interval and the verdict against its target (what Table 0 prints and the
     training-curves figure marks). Keys: stream, metric, label, span (steps per window), widened
     (wider than a quarter), windows ((first, last) step of each), n_first / n_last (values in each), first, last, difference,
     ci ((low, high) or None), p_value, target, meets ("yes", "no" or ""), resolved. `gate`: the cell is the
-    reading gate's, whose challenger metrics of GATE_METRICS must rise."""
+    reading gate's, whose challenger metrics of GATE_METRICS must rise. `reads`: the cell's challenger
+    reads its rival's draft; where it does not, its conversion rate has no target (NO_DRAFT)."""
     from ..evaluate.stats import welch_difference
 
     total, quarter, out = len(steps), len(steps) // 4, []
@@ -479,6 +487,8 @@ def stream_verdicts(steps: list[dict], gate: bool = False) -> list[dict]:
             rises = (key == "pass_rate" and stream.startswith("policy:")) or (
                 gate and key in GATE_METRICS and stream.startswith("challenger:"))
             target = RISES if rises else HOLDS if key in ("reward", "conversion_rate") else ""
+            if key == "conversion_rate" and not reads:
+                target = NO_DRAFT
             if not v["resolved"]:
                 v["target"] = (f"cannot resolve: {len(first)} and {len(last)} step values in its first and last "
                                f"{span} steps (a verdict needs {MIN_VALUES} each)")
@@ -495,22 +505,23 @@ def stream_verdicts(steps: list[dict], gate: bool = False) -> list[dict]:
                                 f"last {span} steps (a rise needs {RISE_MIN_VALUES} each)")
                 out.append(v)
                 continue
-            if target and d["ci"] is not None:
+            if target in (RISES, HOLDS) and d["ci"] is not None:
                 v["meets"] = "yes" if (d["ci"][0] > 0 if target == RISES else d["ci"][1] >= 0) else "no"
             out.append(v)
     return out
 
 
-def learning_rows(metrics_files: list[str], gate: str | None = None) -> list[dict]:
+def learning_rows(metrics_files: list[str], gate: str | None = None, blind=()) -> list[dict]:
     """Section 7: did RL learn? Each stream's training reward, pass rate and (challengers)
     conversion rate, first quarter -> last quarter of its steps (stream_verdicts), with the
     difference's interval. Targets: no stream's reward or conversion rate falls; a lone policy's
     (GRPO's) pass rate rises; in the `gate` method, the challenger's conversion rate and share of
-    reads that check the rival's steps rise. A stream too short for a verdict says so in its row."""
+    reads that check the rival's steps rise. The `blind` methods' challengers read no draft: their
+    conversion rate has no target. A stream too short for a verdict says so in its row."""
     rows = []
     for path in sorted(metrics_files):
         model, method, seed, steps = cell_steps(path)
-        for v in stream_verdicts(steps, gate=method == gate):
+        for v in stream_verdicts(steps, gate=method == gate, reads=method not in blind):
             widened = " (widened: a quarter held too few of its values)" if v["widened"] else ""
             rows.append({"section": "7 RL learned", "model": model, "seed": seed,
                          "quantity": f"{method} {v['stream']}: training {v['label']}, first -> last {v['span']} "
@@ -560,7 +571,7 @@ def build_rows(spec: dict, index, metrics_files: list[str]) -> list[dict]:
             right_a, right_b = _aligned(*(records_for(index, model, reference, s, bench) for s in seeds[:2]))
             rows += pair_rows(f"{reference}, two seeds (reference)", model, f"{seeds[0]},{seeds[1]}",
                               (f"seed {seeds[0]}", right_a), (f"seed {seeds[1]}", right_b))
-    learned = learning_rows(metrics_files, spec.get("reading_gate"))
+    learned = learning_rows(metrics_files, spec.get("reading_gate"), spec.get("blind_challengers", ()))
     return rows + training_length_rows(metrics_files) + habits + learned + reading
 
 
