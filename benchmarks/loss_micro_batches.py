@@ -1,6 +1,6 @@
 """Benchmark: the loss pass's time by micro-batch grouping, measured side by side.
 
-    python benchmarks/loss_micro_batches.py [--base results/toy/models/toy/base] [--caps 96,208] [--repeats 6]
+    python benchmarks/loss_micro_batches.py [--base models/toy] [--caps 96,208] [--repeats 6]
 
 For each completion cap, one GRPO stream (8 training problems x G = 16) is sampled from
 the toy base, then the same loss pass (forward + backward through adapter A, bf16 where
@@ -12,7 +12,7 @@ so that machine load hits them alike:
 It prints the padded tokens of each grouping (the tokens the forward computes) beside the
 real ones, and each grouping's time as a ratio to the reference. The goal: the toy default's
 grouping at most 0.85 of the reference at its own cap. Read the ratios, not the seconds.
-It needs the toy base (`snakemake --cores all results/toy/models/toy/base`).
+It samples the search world's problems on its pinned base (models/toy) by default.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--base", default=str(ROOT / "results/toy/models/toy/base"))
+    parser.add_argument("--base", default=str(ROOT / "models" / "toy"))
     parser.add_argument("--caps", default="96,208", help="completion caps (sampling max_new_tokens)")
     parser.add_argument("--budgets", default="16384,4096,2048")
     parser.add_argument("--repeats", type=int, default=6)
@@ -48,7 +48,7 @@ def main() -> None:
     from timing import loss_pass_seconds
 
     torch.set_num_threads(1)
-    cfg = load(ROOT / "config" / "config.yaml")
+    cfg = load(ROOT / "config" / "search.yaml")
     resolved = precision.resolve("auto")
     problems = toy_math.generate(8, 7, levels=[toy_math.SEARCH_LEVEL])
     budgets = [int(b) for b in args.budgets.split(",")]

@@ -4,9 +4,9 @@ Samples the toy base's rollouts the way a training step does (GRPO: 8 problems x
 16 on the plain prompt; a pair's challenger: 64 rollouts reading a rival draft)
 with both backends, interleaved in one process, and prints seconds and the ratio.
 
-    python benchmarks/sampler_speed.py [--base results/toy/models/toy/base] [--repeats 3]
+    python benchmarks/sampler_speed.py [--base models/toy] [--repeats 3]
 
-It needs the toy base (`snakemake --cores all results/toy/models/toy/base`).
+It samples the search world's problems on its pinned base (models/toy) by default.
 Numbers vary with machine load: read the ratios, not the absolute seconds.
 """
 
@@ -23,13 +23,12 @@ sys.path.insert(0, str(ROOT / "src"))
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--base", default=str(ROOT / "results" / "toy" / "models" / "toy" / "base"))
+    ap.add_argument("--base", default=str(ROOT / "models" / "toy"))
     ap.add_argument("--repeats", type=int, default=3, help="best of this many runs per cell")
     ap.add_argument("--precision", default="auto")
     args = ap.parse_args()
     if not (Path(args.base) / "config.json").exists():
-        raise SystemExit(f"no toy base at {args.base}: build it with "
-                         "`snakemake --cores all results/toy/models/toy/base` or pass --base")
+        raise SystemExit(f"no toy base at {args.base}: pass --base")
     import torch
 
     from agon import precision
@@ -40,7 +39,7 @@ def main() -> None:
     from agon.prompts import PromptFormat, summary
 
     torch.set_num_threads(1)
-    cfg = load(ROOT / "config" / "config.yaml")
+    cfg = load(ROOT / "config" / "search.yaml")   # the search world's problems and cap, on its base (models/toy)
     sampling = cfg["sampling"]["train"]
     model, tok = load_base(args.base)
     model.set_attn_implementation("eager")

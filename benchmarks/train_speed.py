@@ -14,8 +14,9 @@ the trainer's own `seconds` of each step after the first (which warms caches up)
 
 Without --baseline only the working tree is measured. `--variants` adds the default's
 speed-up over fp32 + SDPA + transformers' generate, and the compact loss pass's over
-transformers + peft under autocast (working tree only). It needs the toy base: the pinned one
-in models/toy by default. Numbers vary with machine load: read the ratios.
+transformers + peft under autocast (working tree only). It runs the search world's step
+(config/search.yaml: its problems and its pinned base, models/toy, by default), which older
+commits can run too. Numbers vary with machine load: read the ratios.
 """
 
 from __future__ import annotations
@@ -47,7 +48,9 @@ def run_one(base: str, method: str, steps: int, problems_per_step: int, precisio
     from agon.jobs.train import trainer_for
 
     torch.set_num_threads(1)
-    cfg = load(ROOT / "config" / "config.yaml")
+    # the search world's step (its problems, cap and base, models/toy): the workload these ratios
+    # were first measured on, which every commit since 77c8f99 can run; the default's world is newer
+    cfg = load(ROOT / "config" / "search.yaml")
     train = {**cfg["train"], "problems_per_step": problems_per_step, "max_steps": steps,
              "checkpoint_every": 10**6, "loss_forward": loss_forward}
     job = Job({"base_path": base, "prompt_style": "toy", "attn_implementation": attn, "device": "cpu",
