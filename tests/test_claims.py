@@ -215,6 +215,24 @@ def test_the_readme_shows_the_defaults_expected_claims_as_its_csv_renders_them()
         "README's claims table differs from docs/expected/claims_toy.csv: run scripts/expected_claims.py"
 
 
+def test_the_readmes_expected_claims_are_the_defaults_claims():
+    """The reference run's claims are config.yaml's, in order, on its benchmarks, model and held-out
+    size: a change of the default's claims leaves no stale table behind (rerun the default, then
+    scripts/expected_claims.py)."""
+    import csv
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    config = load_config(root / "config" / "config.yaml")
+    table = config["tables"]["claims"]
+    rows = list(csv.DictReader(open(root / "docs" / "expected" / "claims_toy.csv")))
+    assert [(r["claim"], r["a"], r["b"], r["expect"]) for r in rows] == [
+        (c["claim"], c["a"], c.get("b", ""), c["expect"]) for c in table["claims"]]
+    assert {r["model"] for r in rows} == set(table["models"]) and {r["seeds"] for r in rows} == {"0"}
+    assert [r["benchmark"] for r in rows] == [c.get("benchmark", table["benchmark"]) for c in table["claims"]]
+    assert {int(r["n"]) for r in rows if r["benchmark"] == "heldout"} == {config["datasets"]["toy_carries"]["heldout"]}
+
+
 def test_a_claims_table_selecting_on_an_unknown_benchmark_is_refused():
     from pathlib import Path
 
