@@ -250,20 +250,21 @@ def test_each_problem_is_one_line_naming_its_file_and_line(tmp_path):
     with pytest.raises(ConfigError) as e:
         load(path)
     lines = str(e.value).splitlines()
-    assert lines[0] == f"invalid config ({path}, {ROOT / 'config' / 'test.yaml'}, {ROOT / 'config' / 'search.yaml'}):"
+    assert lines[0] == (f"invalid config ({path}, {ROOT / 'config' / 'test.yaml'}, {ROOT / 'config' / 'search.yaml'}, "
+                        f"{ROOT / 'config' / 'config.yaml'}):")
     assert lines[1].startswith(f"  {path}:4: unknown config key 'train.lerning_rate'") and len(lines) == 2
     # a reference problem (checked after the schema passes), named where the key was written
     path.write_text(f"extends: {ROOT / 'config' / 'test.yaml'}\nmodels:\n  toy: {{train_data: nope}}\n")
     with pytest.raises(ConfigError, match=rf"\n  {path}:3: models.toy.train_data: unknown dataset 'nope'"):
         load(path)
-    # a key the extending file does not hold is named in the file that does
+    # a key the extending files do not hold is named in the file that does, two levels up
     with pytest.raises(ConfigError) as e:
         validate(_mutated(load(ROOT / "config" / "test.yaml"), ["train", "lr"], "fast"),
-                 [ROOT / "config" / "test.yaml", ROOT / "config" / "search.yaml"])
-    text = (ROOT / "config" / "search.yaml").read_text().splitlines()
+                 [ROOT / "config" / "test.yaml", ROOT / "config" / "search.yaml", ROOT / "config" / "config.yaml"])
+    text = (ROOT / "config" / "config.yaml").read_text().splitlines()
     train = text.index("train:")
     line = next(i for i, t in enumerate(text[train:], train + 1) if t.startswith("  lr:"))
-    assert f"{ROOT / 'config' / 'search.yaml'}:{line}: config key 'train.lr'" in str(e.value)
+    assert f"{ROOT / 'config' / 'config.yaml'}:{line}: config key 'train.lr'" in str(e.value)
 
 
 def test_a_split_larger_than_a_generated_pool_fails_at_load(tmp_path):
